@@ -1,0 +1,361 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BackupMethod is how a backup is taken.
+// +kubebuilder:validation:Enum=logical;physical
+type BackupMethod string
+
+const (
+	// BackupLogical dumps SQL with mysqldump / mariadb-dump.
+	BackupLogical BackupMethod = "logical"
+	// BackupPhysical copies data files with xtrabackup / mariadb-backup.
+	BackupPhysical BackupMethod = "physical"
+)
+
+// DeletionPolicy says what happens to data when the object that stands for it is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+const (
+	// DeletionRetain keeps the data.
+	DeletionRetain DeletionPolicy = "Retain"
+	// DeletionDelete removes the data.
+	DeletionDelete DeletionPolicy = "Delete"
+)
+
+// JobPhase is the phase of a backup or a restore.
+type JobPhase string
+
+const (
+	// JobPending means the object was accepted and waits for its preconditions.
+	JobPending JobPhase = "Pending"
+	// JobScheduled means a member was chosen and the work is about to start.
+	JobScheduled JobPhase = "Scheduled"
+	// JobRunning means the work is in progress.
+	JobRunning JobPhase = "Running"
+	// JobComplete means the work finished successfully.
+	JobComplete JobPhase = "Complete"
+	// JobFailed means the work failed; the Complete condition's message says why.
+	JobFailed JobPhase = "Failed"
+)
+
+// ClusterReference names a MySQLCluster in the object's namespace.
+type ClusterReference struct {
+	// Name of the MySQLCluster.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+}
+
+// LocalReference names an object of a known kind in the referring object's namespace.
+type LocalReference struct {
+	// Name of the object.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// BackupStorage says where backups are stored.
+type BackupStorage struct {
+	// S3 is S3-compatible object storage.
+	S3 S3Storage `json:"s3"`
+}
+
+// S3Storage is a location in S3-compatible object storage.
+type S3Storage struct {
+	// Endpoint is the service URL; empty means AWS S3 for the region.
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Endpoint string `json:"endpoint,omitempty"`
+	// Bucket name.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	Bucket string `json:"bucket"`
+	// Prefix is prepended to every object key.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Prefix string `json:"prefix,omitempty"`
+	// Region of the bucket.
+	// +kubebuilder:default=us-east-1
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Region string `json:"region,omitempty"`
+	// ForcePathStyle addresses the bucket as a path (endpoint/bucket/key), as most
+	// self-hosted S3 servers need.
+	// +optional
+	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
+	// CredentialsSecretRef names a Secret with keys accessKeyId and secretAccessKey.
+	CredentialsSecretRef LocalReference `json:"credentialsSecretRef"`
+	// CASecretRef names a Secret key holding a PEM CA bundle for the endpoint.
+	// +optional
+	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mybk,categories=mysqlop
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Method",type=string,JSONPath=`.spec.method`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Member",type=string,JSONPath=`.status.member`
+// +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.status.sizeBytes`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MySQLBackup is one backup of a MySQLCluster, taken by one member's agent and stored in
+// S3-compatible storage.
+type MySQLBackup struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the requested backup. It cannot be changed once created.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	Spec MySQLBackupSpec `json:"spec"`
+	// Status is the progress and result of the backup.
+	// +optional
+	Status MySQLBackupStatus `json:"status,omitempty"`
+}
+
+// MySQLBackupSpec is a requested backup.
+type MySQLBackupSpec struct {
+	// ClusterRef is the cluster to back up.
+	ClusterRef ClusterReference `json:"clusterRef"`
+	// Method is logical (SQL dump, the default) or physical (data files).
+	// +kubebuilder:default=logical
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
+	// Storage is where the backup is written.
+	Storage BackupStorage `json:"storage"`
+	// Member forces the backup onto this pod; by default a healthy replica is chosen, and the
+	// primary only when no replica is healthy.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Timeout fails the backup when it runs longer. Default 2h.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// DeletionPolicy says whether deleting this object deletes the stored backup.
+	// +kubebuilder:default=Retain
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// MySQLBackupStatus is the progress and result of a backup.
+type MySQLBackupStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase is Pending, Scheduled, Running, Complete or Failed.
+	// +optional
+	Phase JobPhase `json:"phase,omitempty"`
+	// Member is the pod that took the backup.
+	// +optional
+	Member string `json:"member,omitempty"`
+	// Location is the object URL of the backup (s3://bucket/key).
+	// +optional
+	Location string `json:"location,omitempty"`
+	// SizeBytes is the size of the stored object.
+	// +optional
+	SizeBytes int64 `json:"sizeBytes,omitempty"`
+	// SHA256 is the hex checksum of the stored object.
+	// +optional
+	SHA256 string `json:"sha256,omitempty"`
+	// GTIDPosition is the GTID set the backup is consistent with.
+	// +optional
+	GTIDPosition string `json:"gtidPosition,omitempty"`
+	// StartTime is when the agent started the backup.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the backup completed or failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Conditions describe validation and completion.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MySQLBackupList is a list of MySQLBackups.
+type MySQLBackupList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the backups.
+	Items []MySQLBackup `json:"items"`
+}
+
+// ConcurrencyPolicy says what a schedule does when a backup is due while one still runs.
+// +kubebuilder:validation:Enum=Allow;Forbid;Replace
+type ConcurrencyPolicy string
+
+const (
+	// ConcurrencyAllow starts the new backup anyway.
+	ConcurrencyAllow ConcurrencyPolicy = "Allow"
+	// ConcurrencyForbid skips the new backup.
+	ConcurrencyForbid ConcurrencyPolicy = "Forbid"
+	// ConcurrencyReplace cancels the running backup and starts the new one.
+	ConcurrencyReplace ConcurrencyPolicy = "Replace"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mybks,categories=mysqlop
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Suspend",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Last Schedule",type=date,JSONPath=`.status.lastScheduleTime`
+// +kubebuilder:printcolumn:name="Last Success",type=string,JSONPath=`.status.lastSuccessfulBackup`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MySQLBackupSchedule creates MySQLBackups on a cron schedule and prunes old ones.
+type MySQLBackupSchedule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the schedule.
+	Spec MySQLBackupScheduleSpec `json:"spec"`
+	// Status is what the schedule last did.
+	// +optional
+	Status MySQLBackupScheduleStatus `json:"status,omitempty"`
+}
+
+// MySQLBackupScheduleSpec is a backup schedule.
+type MySQLBackupScheduleSpec struct {
+	// Schedule is a cron expression (five fields, or a descriptor such as @daily).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule"`
+	// TimeZone is an IANA time zone name for the schedule; default UTC.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	TimeZone *string `json:"timeZone,omitempty"`
+	// Suspend stops new backups from being created; existing ones are kept.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+	// ConcurrencyPolicy applies when a backup is due while the previous one still runs.
+	// +kubebuilder:default=Forbid
+	// +optional
+	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
+	// Retention says which completed backups to keep.
+	// +optional
+	Retention BackupRetention `json:"retention,omitempty"`
+	// BackupTemplate is the spec of every backup created.
+	BackupTemplate MySQLBackupSpec `json:"backupTemplate"`
+}
+
+// BackupRetention selects backups a schedule keeps; the others are deleted (and their stored
+// objects too when their deletionPolicy is Delete).
+type BackupRetention struct {
+	// KeepLast keeps this many of the newest completed backups.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	KeepLast *int32 `json:"keepLast,omitempty"`
+	// MaxAge deletes completed backups older than this.
+	// +optional
+	MaxAge *metav1.Duration `json:"maxAge,omitempty"`
+}
+
+// MySQLBackupScheduleStatus is what a schedule last did.
+type MySQLBackupScheduleStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastScheduleTime is when a backup was last created.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// LastSuccessfulBackup is the name of the newest completed backup.
+	// +optional
+	LastSuccessfulBackup string `json:"lastSuccessfulBackup,omitempty"`
+	// Active lists backups created by this schedule that have not finished.
+	// +optional
+	Active []string `json:"active,omitempty"`
+	// Conditions describe the schedule's validity.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MySQLBackupScheduleList is a list of MySQLBackupSchedules.
+type MySQLBackupScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the schedules.
+	Items []MySQLBackupSchedule `json:"items"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=myrs,categories=mysqlop
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.spec.backupRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MySQLRestore restores a MySQLBackup into a MySQLCluster: writes are stopped, the primary is
+// restored and the replicas are re-seeded from it.
+type MySQLRestore struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the requested restore. It cannot be changed once created.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	Spec MySQLRestoreSpec `json:"spec"`
+	// Status is the progress and result of the restore.
+	// +optional
+	Status MySQLRestoreStatus `json:"status,omitempty"`
+}
+
+// MySQLRestoreSpec is a requested restore.
+type MySQLRestoreSpec struct {
+	// ClusterRef is the cluster to restore into.
+	ClusterRef ClusterReference `json:"clusterRef"`
+	// BackupRef is the MySQLBackup to restore; it must be Complete.
+	BackupRef LocalReference `json:"backupRef"`
+}
+
+// MySQLRestoreStatus is the progress and result of a restore.
+type MySQLRestoreStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase is Pending, Running, Complete or Failed.
+	// +optional
+	Phase JobPhase `json:"phase,omitempty"`
+	// StartTime is when the restore started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the restore completed or failed.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Conditions describe validation and completion.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MySQLRestoreList is a list of MySQLRestores.
+type MySQLRestoreList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the restores.
+	Items []MySQLRestore `json:"items"`
+}

@@ -1,0 +1,285 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Flavor is the server family a cluster runs.
+// +kubebuilder:validation:Enum=mysql;mariadb
+type Flavor string
+
+const (
+	// FlavorMySQL is Oracle MySQL 8.0 / 8.4.
+	FlavorMySQL Flavor = "mysql"
+	// FlavorMariaDB is MariaDB 10.6+ / 11.x.
+	FlavorMariaDB Flavor = "mariadb"
+)
+
+// ReplicationMode says how the primary waits for replicas before it acknowledges a commit.
+// +kubebuilder:validation:Enum=semisync;async
+type ReplicationMode string
+
+const (
+	// ReplicationSemiSync is loss-less semi-synchronous replication: a commit is acknowledged
+	// only after a replica has received it.
+	ReplicationSemiSync ReplicationMode = "semisync"
+	// ReplicationAsync is plain asynchronous replication.
+	ReplicationAsync ReplicationMode = "async"
+)
+
+// ClusterPhase is the one-word summary of a cluster in status.phase.
+type ClusterPhase string
+
+const (
+	// ClusterPending means the children exist or are being created and no member is ready yet.
+	ClusterPending ClusterPhase = "Pending"
+	// ClusterBootstrapping means the first primary is being set up.
+	ClusterBootstrapping ClusterPhase = "Bootstrapping"
+	// ClusterHealthy means every member is ready and up to date.
+	ClusterHealthy ClusterPhase = "Healthy"
+	// ClusterDegraded means some, but not all, members are ready.
+	ClusterDegraded ClusterPhase = "Degraded"
+	// ClusterUpgrading means members are being restarted one at a time onto a new pod template.
+	ClusterUpgrading ClusterPhase = "Upgrading"
+	// ClusterFailingOver means the primary is being replaced.
+	ClusterFailingOver ClusterPhase = "FailingOver"
+	// ClusterLost means no member can serve.
+	ClusterLost ClusterPhase = "Lost"
+	// ClusterInvalid means the spec cannot be acted on; the Accepted condition says why.
+	ClusterInvalid ClusterPhase = "Invalid"
+)
+
+// Condition types of a MySQLCluster.
+const (
+	// ConditionReady is True when every member is ready and runs the desired pod template.
+	ConditionReady = "Ready"
+	// ConditionAccepted is False when the spec (or the change it asks for, such as a version
+	// downgrade) is refused; the reason and message say why.
+	ConditionAccepted = "Accepted"
+	// ConditionSynced is False when a child object could not be brought to the desired state
+	// (for example a same-named object owned by someone else).
+	ConditionSynced = "Synced"
+)
+
+// Instance roles, the values of the mysqlop.io/role label.
+const (
+	// RolePrimary is the writable member.
+	RolePrimary = "primary"
+	// RoleReplica is a read-only member replicating from the primary.
+	RoleReplica = "replica"
+)
+
+// +genclient
+// +genclient:method=GetScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale
+// +genclient:method=UpdateScale,verb=update,subresource=scale,input=k8s.io/api/autoscaling/v1.Scale,result=k8s.io/api/autoscaling/v1.Scale
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=myc,categories=mysqlop
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.members,statuspath=.status.readyMembers,selectorpath=.status.selector
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.spec.members`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.primary`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MySQLCluster is a highly available MySQL or MariaDB cluster: one primary and replicas
+// replicating with GTIDs, fronted by a read-write and a read-only Service.
+type MySQLCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired cluster.
+	Spec MySQLClusterSpec `json:"spec"`
+	// Status is what the operator last observed.
+	// +optional
+	Status MySQLClusterStatus `json:"status,omitempty"`
+}
+
+// MySQLClusterSpec is the desired state of a MySQLCluster.
+type MySQLClusterSpec struct {
+	// Members is the number of MySQL instances (one primary, the rest replicas).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=9
+	// +kubebuilder:default=3
+	// +optional
+	Members int32 `json:"members,omitempty"`
+
+	// Flavor is the server family. It cannot be changed after creation.
+	// +kubebuilder:default=mysql
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="flavor is immutable"
+	// +optional
+	Flavor Flavor `json:"flavor,omitempty"`
+
+	// Version is the server version (semver, e.g. 8.4.3 or 10.11.6); it is also the image tag.
+	// Empty means the operator's default for the flavor. Downgrades are refused.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$`
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// Image overrides the image repository (without tag) for the server; the tag is Version.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// ImagePullSecrets are passed to every pod of the cluster.
+	// +optional
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// RootPasswordSecretRef names a Secret key holding the root password. When unset the
+	// operator generates one into the cluster's internal credentials Secret.
+	// +optional
+	RootPasswordSecretRef *SecretKeyRef `json:"rootPasswordSecretRef,omitempty"`
+
+	// Replication configures how replicas follow the primary.
+	// +kubebuilder:default={}
+	// +optional
+	Replication ReplicationSpec `json:"replication,omitempty"`
+
+	// Config holds extra [mysqld] settings for my.cnf. Keys the operator manages (server_id,
+	// GTID and binary log settings, read_only, paths, ports, ...) are rejected.
+	// +kubebuilder:validation:MaxProperties=256
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9_.-]{1,128}$'))",message="config keys must be 1-128 characters of letters, digits, '_', '-' or '.'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii().replace('-', '_') in ['bind_address','datadir','enforce_gtid_consistency','gtid_domain_id','gtid_mode','gtid_strict_mode','log_bin','log_replica_updates','log_slave_updates','plugin_load_add','port','read_only','relay_log','report_host','report_port','rpl_semi_sync_master_enabled','rpl_semi_sync_replica_enabled','rpl_semi_sync_slave_enabled','rpl_semi_sync_source_enabled','server_id','skip_replica_start','skip_slave_start','socket','super_read_only']))",message="config sets a key the operator manages; these are rejected: bind_address, datadir, GTID settings (gtid_*, enforce_gtid_consistency), binary and relay log settings (log_bin, relay_log, log_*_updates), plugin_load_add, port, read_only, super_read_only, report_host, report_port, semi-sync enable switches, server_id, skip_*_start, socket"
+	// +optional
+	Config map[string]string `json:"config,omitempty"`
+
+	// VolumeClaimTemplate is the spec of each member's data volume. Storage defaults to 10Gi.
+	// It is fixed at creation, like a StatefulSet's claim templates; grow volumes by editing
+	// their PersistentVolumeClaims.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="volumeClaimTemplate is immutable; resize the PersistentVolumeClaims instead"
+	// +optional
+	VolumeClaimTemplate *corev1.PersistentVolumeClaimSpec `json:"volumeClaimTemplate,omitempty"`
+
+	// Resources of the server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// NodeSelector for the cluster's pods.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Affinity for the cluster's pods. When unset, members prefer distinct nodes.
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+
+	// Tolerations for the cluster's pods.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// PodLabels are added to every pod; they cannot override the operator's own labels.
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('mysqlop.io/') && !k.startsWith('app.kubernetes.io/'))",message="podLabels may not use the reserved prefixes mysqlop.io/ and app.kubernetes.io/"
+	// +optional
+	PodLabels map[string]string `json:"podLabels,omitempty"`
+
+	// PodAnnotations are added to every pod.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	PodAnnotations map[string]string `json:"podAnnotations,omitempty"`
+
+	// PriorityClassName for the cluster's pods.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// BaseServerID is added to a member's ordinal to form its server_id. Give clusters that
+	// replicate with each other distinct ranges.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967286
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="baseServerId is immutable"
+	// +optional
+	BaseServerID int64 `json:"baseServerId,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the object's namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key in the Secret's data.
+	// +kubebuilder:default=password
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// ReplicationSpec configures replication inside a cluster.
+type ReplicationSpec struct {
+	// Mode is semisync (loss-less, the default) or async.
+	// +kubebuilder:default=semisync
+	// +optional
+	Mode ReplicationMode `json:"mode,omitempty"`
+}
+
+// MySQLClusterStatus is the observed state of a MySQLCluster.
+type MySQLClusterStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Phase summarises the cluster.
+	// +optional
+	Phase ClusterPhase `json:"phase,omitempty"`
+	// ReadyMembers counts members whose pods are ready.
+	// +optional
+	ReadyMembers int32 `json:"readyMembers"`
+	// Selector is the label selector of the cluster's pods, for the scale subresource.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+	// Primary is the name of the pod that is the primary.
+	// +optional
+	Primary string `json:"primary,omitempty"`
+	// Instances lists every member.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Instances []InstanceStatus `json:"instances,omitempty"`
+	// Conditions are Ready, Accepted and Synced (and the clustering conditions).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// OperatorVersion is the operator build that last reconciled the cluster.
+	// +optional
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+	// CurrentVersion is the server version every member runs; during an upgrade it is the old one.
+	// +optional
+	CurrentVersion string `json:"currentVersion,omitempty"`
+}
+
+// InstanceStatus is the observed state of one member.
+type InstanceStatus struct {
+	// Name of the member's pod.
+	Name string `json:"name"`
+	// Role is primary or replica, when known.
+	// +optional
+	Role string `json:"role,omitempty"`
+	// Ready is whether the pod is ready.
+	Ready bool `json:"ready"`
+	// Version is the server version the member's pod runs.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// GTIDExecuted is the member's executed GTID set, when known.
+	// +optional
+	GTIDExecuted string `json:"gtidExecuted,omitempty"`
+	// LagSeconds is the replica's replication delay, when known.
+	// +optional
+	LagSeconds *int64 `json:"lagSeconds,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MySQLClusterList is a list of MySQLClusters.
+type MySQLClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the clusters.
+	Items []MySQLCluster `json:"items"`
+}

@@ -1,0 +1,109 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/version"
+)
+
+// OperatorOwnedConfigKeys are my.cnf [mysqld] keys the operator sets itself; spec.config may
+// not set them (compared lower-case with '-' read as '_'). The CRD's CEL rule carries the same
+// list; a test keeps the two equal.
+var OperatorOwnedConfigKeys = []string{
+	"bind_address", "datadir", "enforce_gtid_consistency", "gtid_domain_id", "gtid_mode",
+	"gtid_strict_mode", "log_bin", "log_replica_updates", "log_slave_updates", "plugin_load_add",
+	"port", "read_only", "relay_log", "report_host", "report_port",
+	"rpl_semi_sync_master_enabled", "rpl_semi_sync_replica_enabled", "rpl_semi_sync_slave_enabled",
+	"rpl_semi_sync_source_enabled", "server_id", "skip_replica_start", "skip_slave_start",
+	"socket", "super_read_only",
+}
+
+// ReservedLabelPrefixes are label key prefixes the operator owns on its pods.
+var ReservedLabelPrefixes = []string{"mysqlop.io/", "app.kubernetes.io/"}
+
+// MaxServerID is the largest server_id MySQL accepts.
+const MaxServerID = 4294967295
+
+var configKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// NormalizeConfigKey returns the canonical form of a my.cnf option name.
+func NormalizeConfigKey(k string) string {
+	return strings.ReplaceAll(strings.ToLower(k), "-", "_")
+}
+
+// ValidateCluster checks a defaulted MySQLCluster spec. It repeats the CRD's rules so that a
+// spec that reached the controller some other way is refused with the same meaning.
+func ValidateCluster(c *MySQLCluster) field.ErrorList {
+	var errs field.ErrorList
+	s := &c.Spec
+	p := field.NewPath("spec")
+	if s.Members < 1 || s.Members > 9 {
+		errs = append(errs, field.Invalid(p.Child("members"), s.Members, "must be between 1 and 9"))
+	}
+	switch s.Flavor {
+	case FlavorMySQL, FlavorMariaDB:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("flavor"), s.Flavor, []Flavor{FlavorMySQL, FlavorMariaDB}))
+	}
+	if _, err := version.ParseSemantic(s.Version); err != nil {
+		errs = append(errs, field.Invalid(p.Child("version"), s.Version, "must be a semantic version such as 8.4.3"))
+	}
+	switch s.Replication.Mode {
+	case ReplicationSemiSync, ReplicationAsync:
+	default:
+		errs = append(errs, field.NotSupported(p.Child("replication", "mode"), s.Replication.Mode,
+			[]ReplicationMode{ReplicationSemiSync, ReplicationAsync}))
+	}
+	for _, k := range sortedKeys(s.Config) {
+		kp := p.Child("config").Key(k)
+		switch {
+		case !configKeyPattern.MatchString(k):
+			errs = append(errs, field.Invalid(kp, k, "must be 1-128 characters of letters, digits, '_', '-' or '.'"))
+		case slices.Contains(OperatorOwnedConfigKeys, NormalizeConfigKey(k)):
+			errs = append(errs, field.Forbidden(kp, "managed by the operator"))
+		case strings.ContainsAny(s.Config[k], "\n\r"):
+			errs = append(errs, field.Invalid(kp, "", "value must be a single line"))
+		}
+	}
+	for _, k := range sortedKeys(s.PodLabels) {
+		for _, prefix := range ReservedLabelPrefixes {
+			if strings.HasPrefix(k, prefix) {
+				errs = append(errs, field.Forbidden(p.Child("podLabels").Key(k), "prefix "+prefix+" is reserved for the operator"))
+			}
+		}
+	}
+	if s.BaseServerID < 1 || s.BaseServerID+int64(s.Members) > MaxServerID {
+		errs = append(errs, field.Invalid(p.Child("baseServerId"), s.BaseServerID,
+			fmt.Sprintf("must be at least 1 and leave room for %d members below %d", s.Members, int64(MaxServerID))))
+	}
+	if r := s.RootPasswordSecretRef; r != nil && r.Name == "" {
+		errs = append(errs, field.Required(p.Child("rootPasswordSecretRef", "name"), ""))
+	}
+	return errs
+}
+
+// IsDowngrade reports whether moving from version from to version to goes backwards.
+func IsDowngrade(from, to string) (bool, error) {
+	f, err := version.ParseSemantic(from)
+	if err != nil {
+		return false, fmt.Errorf("parse current version %q: %w", from, err)
+	}
+	t, err := version.ParseSemantic(to)
+	if err != nil {
+		return false, fmt.Errorf("parse desired version %q: %w", to, err)
+	}
+	return t.LessThan(f), nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,110 @@
+package v1alpha1
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func valid() *MySQLCluster {
+	c := &MySQLCluster{}
+	SetClusterDefaults(c)
+	return c
+}
+
+func TestDefaults(t *testing.T) {
+	c := valid()
+	if c.Spec.Members != 3 || c.Spec.Flavor != FlavorMySQL || c.Spec.Version != DefaultVersions[FlavorMySQL] ||
+		c.Spec.Replication.Mode != ReplicationSemiSync || c.Spec.BaseServerID != 100 {
+		t.Errorf("defaults: %+v", c.Spec)
+	}
+	m := &MySQLCluster{Spec: MySQLClusterSpec{Flavor: FlavorMariaDB, RootPasswordSecretRef: &SecretKeyRef{Name: "s"}}}
+	SetClusterDefaults(m)
+	if m.Spec.Version != DefaultVersions[FlavorMariaDB] || m.Spec.RootPasswordSecretRef.Key != DefaultSecretKey {
+		t.Errorf("mariadb defaults: %+v", m.Spec)
+	}
+}
+
+func TestValidateCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*MySQLCluster)
+		field  string // "" means valid
+	}{
+		{"defaults", func(*MySQLCluster) {}, ""},
+		{"members 0", func(c *MySQLCluster) { c.Spec.Members = 0 }, "spec.members"},
+		{"members 10", func(c *MySQLCluster) { c.Spec.Members = 10 }, "spec.members"},
+		{"members 9", func(c *MySQLCluster) { c.Spec.Members = 9 }, ""},
+		{"flavor", func(c *MySQLCluster) { c.Spec.Flavor = "postgres" }, "spec.flavor"},
+		{"version", func(c *MySQLCluster) { c.Spec.Version = "8.4" }, "spec.version"},
+		{"prerelease version", func(c *MySQLCluster) { c.Spec.Version = "11.4.0-rc1" }, ""},
+		{"mode", func(c *MySQLCluster) { c.Spec.Replication.Mode = "sync" }, "spec.replication.mode"},
+		{"owned key", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"server-id": "1"} }, "spec.config[server-id]"},
+		{"owned key case", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"Read_Only": "0"} }, "spec.config[Read_Only]"},
+		{"free key", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"innodb-buffer-pool-size": "1G"} }, ""},
+		{"bad key", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"a b": "1"} }, "spec.config[a b]"},
+		{"multi-line value", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"a": "1\n[client]"} }, "spec.config[a]"},
+		{"reserved label", func(c *MySQLCluster) { c.Spec.PodLabels = map[string]string{"mysqlop.io/role": "primary"} }, "spec.podLabels[mysqlop.io/role]"},
+		{"server id range", func(c *MySQLCluster) { c.Spec.BaseServerID = MaxServerID }, "spec.baseServerId"},
+		{"root ref name", func(c *MySQLCluster) { c.Spec.RootPasswordSecretRef = &SecretKeyRef{Key: "k"} }, "spec.rootPasswordSecretRef.name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := valid()
+			tc.mutate(c)
+			errs := ValidateCluster(c)
+			if tc.field == "" {
+				if len(errs) > 0 {
+					t.Fatalf("want valid, got %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 || errs[0].Field != tc.field {
+				t.Fatalf("want one error on %s, got %v", tc.field, errs)
+			}
+		})
+	}
+}
+
+func TestIsDowngrade(t *testing.T) {
+	for _, tc := range []struct {
+		from, to string
+		want     bool
+	}{
+		{"8.0.36", "8.4.3", false},
+		{"8.4.3", "8.0.36", true},
+		{"10.11.6", "10.11.6", false},
+		{"10.11.10", "10.11.9", true},
+		{"11.4.0-rc1", "11.4.0", false},
+		{"11.4.0", "11.4.0-rc1", true},
+	} {
+		got, err := IsDowngrade(tc.from, tc.to)
+		if err != nil || got != tc.want {
+			t.Errorf("IsDowngrade(%s, %s) = %v, %v; want %v", tc.from, tc.to, got, err, tc.want)
+		}
+	}
+	if _, err := IsDowngrade("x", "8.0.1"); err == nil {
+		t.Error("want an error for an unparsable version")
+	}
+}
+
+// The CRD's CEL rule and ValidateCluster must refuse the same keys.
+func TestCRDOwnedKeysMatchGo(t *testing.T) {
+	b, err := os.ReadFile("../../../../contrib/manifests/crds/mysqlop.io_mysqlclusters.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`rule: self\.all\(k, !\(k\.lowerAscii\(\)\.replace\('-', '_'\) in \[([^\]]*)\]\)\)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("owned-keys rule not found in the MySQLCluster CRD")
+	}
+	var crd []string
+	for _, k := range strings.Split(string(m[1]), ",") {
+		crd = append(crd, strings.Trim(k, "' "))
+	}
+	want := slices.Sorted(slices.Values(OperatorOwnedConfigKeys))
+	if !slices.Equal(slices.Sorted(slices.Values(crd)), want) {
+		t.Errorf("CRD rule keys %v\ndiffer from OperatorOwnedConfigKeys %v", crd, want)
+	}
+}
