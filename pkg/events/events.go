@@ -1,0 +1,44 @@
+// Package events is the catalogue of event reasons the operator emits. Reasons are part of the
+// operator's interface (users alert on them), so they are stable: add new ones, never rename.
+package events
+
+// Reasons for Warning events.
+const (
+	// ErrResourceExists: a child object of the expected name exists but is not controlled by
+	// the cluster; the operator leaves it alone.
+	ErrResourceExists = "ErrResourceExists"
+	// InvalidSpec: the spec cannot be acted on; nothing is changed until it is fixed.
+	InvalidSpec = "InvalidSpec"
+	// DowngradeRefused: spec.version is older than the running version; the running version is kept.
+	DowngradeRefused = "DowngradeRefused"
+	// SyncFailed: writing a child object failed; the operator retries with backoff.
+	SyncFailed = "SyncFailed"
+)
+
+// Reasons for Normal events.
+const (
+	// Created: a child object was created.
+	Created = "Created"
+	// Updated: a child object was changed to match the spec.
+	Updated = "Updated"
+	// MemberRestarted: a member's pod was deleted so that it restarts on the new pod template.
+	MemberRestarted = "MemberRestarted"
+	// AgentUpdated: a member's agent container was moved to the operator's agent image in place.
+	AgentUpdated = "AgentUpdated"
+	// VersionUpgraded: every member runs the new server version.
+	VersionUpgraded = "VersionUpgraded"
+)
+
+// Condition reasons (metav1.Condition.Reason) shared by the controllers.
+const (
+	// ReasonSynced: every child matches the spec.
+	ReasonSynced = "Synced"
+	// ReasonAccepted: the spec was accepted.
+	ReasonAccepted = "Accepted"
+	// ReasonMembersReady: every member is ready and up to date.
+	ReasonMembersReady = "MembersReady"
+	// ReasonMembersNotReady: some members are not ready.
+	ReasonMembersNotReady = "MembersNotReady"
+	// ReasonRollingRestart: members are being restarted onto a new pod template.
+	ReasonRollingRestart = "RollingRestart"
+)

@@ -1,0 +1,100 @@
+// Package configmap builds the ConfigMap that holds a cluster's my.cnf.
+//
+// The file carries the operator's settings for GTID replication, binary logs and safety
+// (every member starts read-only; the clustering manager makes one writable), then the
+// user's spec.config. Per-member values (server_id, report_host) are added by the agent's init
+// step, which reads this file as its template.
+package configmap
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+)
+
+// Key is the ConfigMap key that holds my.cnf.
+const Key = "my.cnf"
+
+// Paths inside the server container that my.cnf refers to.
+const (
+	DataDir    = "/var/lib/mysql/data"
+	SocketPath = "/run/mysqld/mysqld.sock"
+	ConfDDir   = "/etc/mysqlop/conf/conf.d"
+)
+
+// defaults are operator choices the user may override through spec.config.
+var defaults = map[string]string{
+	"binlog_format":                  "ROW",
+	"character_set_server":           "utf8mb4",
+	"innodb_flush_log_at_trx_commit": "1",
+	"sync_binlog":                    "1",
+	"skip_name_resolve":              "ON",
+	"max_connections":                "500",
+}
+
+// owned returns the settings the operator always sets for flavor (keys are in
+// v1alpha1.OperatorOwnedConfigKeys or are flavor-specific safety settings).
+func owned(flavor v1alpha1.Flavor) [][2]string {
+	common := [][2]string{
+		{"datadir", DataDir},
+		{"socket", SocketPath},
+		{"port", fmt.Sprint(resources.PortMySQL)},
+		{"log_bin", "binlog"},
+		{"relay_log", "relay-bin"},
+		{"read_only", "ON"},
+	}
+	if flavor == v1alpha1.FlavorMariaDB {
+		return append(common,
+			[2]string{"bind_address", "0.0.0.0"},
+			[2]string{"log_slave_updates", "ON"},
+			[2]string{"gtid_strict_mode", "ON"},
+			[2]string{"skip_slave_start", "ON"},
+		)
+	}
+	return append(common,
+		[2]string{"bind_address", "*"},
+		[2]string{"super_read_only", "ON"},
+		[2]string{"gtid_mode", "ON"},
+		[2]string{"enforce_gtid_consistency", "ON"},
+		[2]string{"log_replica_updates", "ON"},
+		[2]string{"skip_replica_start", "ON"},
+		[2]string{"plugin_load_add", "semisync_source.so;semisync_replica.so"},
+	)
+}
+
+// Render returns my.cnf for c. The output is deterministic: same spec, same bytes.
+func Render(c *v1alpha1.MySQLCluster) string {
+	settings := map[string]string{}
+	for k, v := range defaults {
+		settings[k] = v
+	}
+	for k, v := range c.Spec.Config {
+		settings[v1alpha1.NormalizeConfigKey(k)] = v
+	}
+	// Later entries win, so owned settings are applied last.
+	for _, kv := range owned(c.Spec.Flavor) {
+		settings[kv[0]] = kv[1]
+	}
+	var b strings.Builder
+	b.WriteString("# Written by mysql-operator. Change spec.config of the MySQLCluster instead.\n")
+	b.WriteString("[mysqld]\n")
+	for _, k := range resources.SortedKeys(settings) {
+		fmt.Fprintf(&b, "%s = %s\n", k, settings[k])
+	}
+	b.WriteString("\n[client]\n")
+	fmt.Fprintf(&b, "socket = %s\n", SocketPath)
+	fmt.Fprintf(&b, "\n!includedir %s\n", ConfDDir)
+	return b.String()
+}
+
+// New returns the my.cnf ConfigMap of c.
+func New(c *v1alpha1.MySQLCluster, operatorVersion string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: resources.ObjectMeta(c, resources.ConfigMapName(c), operatorVersion),
+		Data:       map[string]string{Key: Render(c)},
+	}
+}

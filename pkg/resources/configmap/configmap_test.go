@@ -1,0 +1,73 @@
+package configmap
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
+)
+
+func lines(s string) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(l, " = "); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestRenderFlavors(t *testing.T) {
+	for _, tc := range []struct {
+		flavor v1alpha1.Flavor
+		want   map[string]string
+		absent []string
+	}{
+		{v1alpha1.FlavorMySQL, map[string]string{"gtid_mode": "ON", "enforce_gtid_consistency": "ON", "super_read_only": "ON", "read_only": "ON", "log_replica_updates": "ON"}, []string{"gtid_strict_mode"}},
+		{v1alpha1.FlavorMariaDB, map[string]string{"gtid_strict_mode": "ON", "read_only": "ON", "log_slave_updates": "ON", "bind_address": "0.0.0.0"}, []string{"gtid_mode", "super_read_only", "plugin_load_add"}},
+	} {
+		t.Run(string(tc.flavor), func(t *testing.T) {
+			got := lines(Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = tc.flavor })))
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+			for _, k := range tc.absent {
+				if _, ok := got[k]; ok {
+					t.Errorf("%s must not be set for %s", k, tc.flavor)
+				}
+			}
+			if got["datadir"] != DataDir || got["socket"] != SocketPath {
+				t.Errorf("paths: datadir=%q socket=%q", got["datadir"], got["socket"])
+			}
+		})
+	}
+}
+
+func TestRenderUserConfigOverridesDefaultsNotOwned(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
+		// read-only would be refused by validation; Render must still never let it through.
+		c.Spec.Config = map[string]string{"max-connections": "42", "innodb_buffer_pool_size": "1G", "read-only": "OFF"}
+	})
+	got := lines(Render(c))
+	if got["max_connections"] != "42" || got["innodb_buffer_pool_size"] != "1G" {
+		t.Errorf("user settings missing: %v", got)
+	}
+	if got["read_only"] != "ON" {
+		t.Errorf("read_only = %q: an owned key was overridden", got["read_only"])
+	}
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.Config = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}
+	})
+	first := Render(c)
+	for range 20 {
+		if Render(c) != first {
+			t.Fatal("Render output changes between calls")
+		}
+	}
+}

@@ -1,0 +1,19 @@
+package pdb
+
+import (
+	"testing"
+
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
+)
+
+func TestPDB(t *testing.T) {
+	c := testutil.Cluster("ns", "db")
+	p := New(c, "v1")
+	if p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.IntValue() != 1 {
+		t.Errorf("maxUnavailable = %v, want 1", p.Spec.MaxUnavailable)
+	}
+	if p.Spec.Selector.MatchLabels[resources.LabelCluster] != "db" {
+		t.Errorf("selector %v", p.Spec.Selector)
+	}
+}

@@ -1,0 +1,185 @@
+// Package resources holds what every child-object builder shares: names, labels, annotation
+// keys, owner references and content hashes. The builders themselves live in the
+// subpackages; all of them are pure functions of the MySQLCluster and their parameters.
+package resources
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+)
+
+// Label keys.
+const (
+	LabelCluster         = "mysqlop.io/cluster"
+	LabelRole            = "mysqlop.io/role"
+	LabelOperatorVersion = "mysqlop.io/operator-version"
+	LabelName            = "app.kubernetes.io/name"
+	LabelInstance        = "app.kubernetes.io/instance"
+	LabelManagedBy       = "app.kubernetes.io/managed-by"
+	LabelComponent       = "app.kubernetes.io/component"
+)
+
+// Fixed label values.
+const (
+	// ManagedBy is the app.kubernetes.io/managed-by value on every child; informers filter on it.
+	ManagedBy = "mysql-operator"
+	// AppName is the app.kubernetes.io/name value on every child.
+	AppName = "mysql"
+	// ComponentDatabase is the app.kubernetes.io/component value on every child.
+	ComponentDatabase = "database"
+)
+
+// Annotation keys.
+const (
+	// AnnotationSpecHash on a child is the hash of the spec the operator last wrote; a child is
+	// rewritten only when the desired hash differs, so server-side defaulting never causes writes.
+	AnnotationSpecHash = "mysqlop.io/spec-hash"
+	// AnnotationRestartHash on a pod template (and so on each pod) is the hash of everything in
+	// the template that needs mysqld to restart; agent-only changes leave it alone.
+	AnnotationRestartHash = "mysqlop.io/restart-hash"
+	// AnnotationConfigHash on a pod template is the hash of the my.cnf ConfigMap data.
+	AnnotationConfigHash = "mysqlop.io/config-hash"
+	// AnnotationVersion on a pod template (and so on each pod) is the server version it runs.
+	AnnotationVersion = "mysqlop.io/version"
+)
+
+// Container, volume and port names and numbers shared by the builders.
+const (
+	ContainerMySQL    = "mysqld"
+	ContainerAgent    = "agent"
+	ContainerInitCopy = "install-agent"
+	ContainerInit     = "init"
+	PortMySQL         = 3306
+	PortAgent         = 9080
+	PortMetrics       = 9104
+	PortNameMySQL     = "mysql"
+	PortNameAgent     = "agent"
+	PortNameMetrics   = "metrics"
+)
+
+// Secret keys of the internal credentials Secret.
+const (
+	SecretKeyRootPassword        = "root-password"
+	SecretKeyReplicationPassword = "replication-password"
+	SecretKeyOperatorPassword    = "operator-password"
+	SecretKeyAgentToken          = "agent-token"
+)
+
+// Names of a cluster's children.
+
+// StatefulSetName is the name of the cluster's StatefulSet (and the prefix of its pods).
+func StatefulSetName(c *v1alpha1.MySQLCluster) string { return c.Name }
+
+// HeadlessServiceName is the governing Service that gives each member a stable DNS name.
+func HeadlessServiceName(c *v1alpha1.MySQLCluster) string { return c.Name + "-headless" }
+
+// PrimaryServiceName is the read-write Service.
+func PrimaryServiceName(c *v1alpha1.MySQLCluster) string { return c.Name + "-primary" }
+
+// ReplicasServiceName is the read-only Service.
+func ReplicasServiceName(c *v1alpha1.MySQLCluster) string { return c.Name + "-replicas" }
+
+// ConfigMapName holds my.cnf.
+func ConfigMapName(c *v1alpha1.MySQLCluster) string { return c.Name + "-config" }
+
+// CredentialsSecretName holds the internal credentials.
+func CredentialsSecretName(c *v1alpha1.MySQLCluster) string { return c.Name + "-credentials" }
+
+// PDBName is the PodDisruptionBudget.
+func PDBName(c *v1alpha1.MySQLCluster) string { return c.Name }
+
+// SelectorLabels select the cluster's pods. They are part of the StatefulSet's immutable
+// selector, so they never change.
+func SelectorLabels(c *v1alpha1.MySQLCluster) map[string]string {
+	return map[string]string{
+		LabelName:    AppName,
+		LabelCluster: c.Name,
+	}
+}
+
+// Selector is SelectorLabels as a label selector string (status.selector, for kubectl scale).
+func Selector(c *v1alpha1.MySQLCluster) string {
+	return labels.SelectorFromSet(SelectorLabels(c)).String()
+}
+
+// Labels are the labels on every child of c.
+func Labels(c *v1alpha1.MySQLCluster, operatorVersion string) map[string]string {
+	l := SelectorLabels(c)
+	l[LabelInstance] = c.Name
+	l[LabelManagedBy] = ManagedBy
+	l[LabelComponent] = ComponentDatabase
+	l[LabelOperatorVersion] = operatorVersion
+	return l
+}
+
+// ObjectMeta is the metadata every child of c starts from: name, namespace, labels and a
+// controller owner reference to c.
+func ObjectMeta(c *v1alpha1.MySQLCluster, name, operatorVersion string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       c.Namespace,
+		Labels:          Labels(c, operatorVersion),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"))},
+	}
+}
+
+// Hash is a short, stable hash of v's JSON form (map keys are sorted by encoding/json).
+func Hash(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only builder-made API types reach here; they always marshal.
+		panic(fmt.Sprintf("hash: %v", err))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// MergeLabels returns base with extra added where base has no such key.
+func MergeLabels(base, extra map[string]string) map[string]string {
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k, v := range extra {
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// SortedKeys returns m's keys in order.
+func SortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Ordinal returns the StatefulSet ordinal of pod name in set setName, or -1.
+func Ordinal(setName, podName string) int {
+	suffix, ok := strings.CutPrefix(podName, setName+"-")
+	if !ok || suffix == "" {
+		return -1
+	}
+	n := 0
+	for _, r := range suffix {
+		if r < '0' || r > '9' {
+			return -1
+		}
+		n = n*10 + int(r-'0')
+	}
+	return n
+}

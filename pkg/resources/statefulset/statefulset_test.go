@@ -1,0 +1,166 @@
+package statefulset
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
+)
+
+func params() Params {
+	return Params{ServerImage: "mariadb:10.11.6", AgentImage: "agent:v1", OperatorVersion: "v1", ConfigHash: "cfg1"}
+}
+
+func container(t *testing.T, spec *corev1.PodSpec, name string) corev1.Container {
+	t.Helper()
+	for _, c := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no container %q", name)
+	return corev1.Container{}
+}
+
+func TestShape(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = v1alpha1.FlavorMariaDB; c.Spec.Members = 5 })
+	s := New(c, params())
+	if *s.Spec.Replicas != 5 || s.Spec.ServiceName != "db-headless" {
+		t.Errorf("replicas %d serviceName %q", *s.Spec.Replicas, s.Spec.ServiceName)
+	}
+	if s.Spec.UpdateStrategy.Type != appsv1.OnDeleteStatefulSetStrategyType {
+		t.Errorf("update strategy %q: the operator orders restarts itself", s.Spec.UpdateStrategy.Type)
+	}
+	if p := s.Spec.PersistentVolumeClaimRetentionPolicy; p.WhenDeleted != appsv1.RetainPersistentVolumeClaimRetentionPolicyType || p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+		t.Errorf("PVC retention %+v: data must never be deleted implicitly", p)
+	}
+	got := s.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]
+	if got.Cmp(DefaultStorage) != 0 {
+		t.Errorf("default storage %s", got.String())
+	}
+	spec := &s.Spec.Template.Spec
+	if m := container(t, spec, resources.ContainerMySQL); m.Image != "mariadb:10.11.6" || m.Command[0] != "mariadbd" {
+		t.Errorf("server container %q %v", m.Image, m.Command)
+	}
+	if a := container(t, spec, resources.ContainerAgent); a.Image != "agent:v1" || a.ReadinessProbe == nil || a.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Errorf("agent container %q probe %+v", a.Image, a.ReadinessProbe)
+	}
+	if spec.SecurityContext.RunAsNonRoot == nil || !*spec.SecurityContext.RunAsNonRoot || *spec.SecurityContext.RunAsUser == 0 {
+		t.Error("pod must run as non-root")
+	}
+	for _, ctr := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		sc := ctr.SecurityContext
+		if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) == 0 {
+			t.Errorf("container %s lacks a restricted security context", ctr.Name)
+		}
+	}
+	if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil || len(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Error("default affinity must prefer spreading members over nodes")
+	}
+	if s.Spec.Template.Labels[resources.LabelOperatorVersion] != "v1" || s.Spec.Template.Annotations[resources.AnnotationVersion] != "10.11.6" {
+		t.Errorf("template metadata %v %v", s.Spec.Template.Labels, s.Spec.Template.Annotations)
+	}
+}
+
+// No password may reach a process through its environment or its arguments.
+func TestNoSecretInEnvOrArgs(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.RootPasswordSecretRef = &v1alpha1.SecretKeyRef{Name: "mine", Key: "pw"}
+	})
+	spec := New(c, params()).Spec.Template.Spec
+	for _, ctr := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		for _, e := range ctr.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+				t.Errorf("container %s: env %s comes from a Secret", ctr.Name, e.Name)
+			}
+		}
+		if len(ctr.EnvFrom) > 0 {
+			t.Errorf("container %s uses envFrom", ctr.Name)
+		}
+		for _, a := range append(append([]string{}, ctr.Command...), ctr.Args...) {
+			if strings.Contains(strings.ToLower(a), "password=") {
+				t.Errorf("container %s: argument %q carries a password", ctr.Name, a)
+			}
+		}
+	}
+	// The user's root password is projected as a file instead.
+	var found bool
+	for _, v := range spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.Secret != nil && src.Secret.Name == "mine" && len(src.Secret.Items) == 1 &&
+				src.Secret.Items[0].Key == "pw" && src.Secret.Items[0].Path == resources.SecretKeyRootPassword {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Error("the referenced root password Secret is not projected into the credentials volume")
+	}
+}
+
+func TestRestartHash(t *testing.T) {
+	c := testutil.Cluster("ns", "db")
+	base := New(c, params()).Spec.Template.Annotations[resources.AnnotationRestartHash]
+
+	agentOnly := params()
+	agentOnly.AgentImage = "agent:v2"
+	agentOnly.OperatorVersion = "v2"
+	if got := New(c, agentOnly).Spec.Template.Annotations[resources.AnnotationRestartHash]; got != base {
+		t.Error("a new agent image or operator version changed the restart hash: it would restart mysqld")
+	}
+
+	for name, change := range map[string]func(*Params, *v1alpha1.MySQLCluster){
+		"server image": func(p *Params, _ *v1alpha1.MySQLCluster) { p.ServerImage = "mariadb:10.11.8" },
+		"config":       func(p *Params, _ *v1alpha1.MySQLCluster) { p.ConfigHash = "cfg2" },
+		"resources": func(_ *Params, c *v1alpha1.MySQLCluster) {
+			c.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		},
+	} {
+		p := params()
+		cc := c.DeepCopy()
+		change(&p, cc)
+		if New(cc, p).Spec.Template.Annotations[resources.AnnotationRestartHash] == base {
+			t.Errorf("changing the %s did not change the restart hash", name)
+		}
+	}
+}
+
+func TestUserPodSettings(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.PodLabels = map[string]string{"team": "a", resources.LabelCluster: "hijack"}
+		c.Spec.PodAnnotations = map[string]string{"note": "x"}
+		c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
+		c.Spec.PriorityClassName = "high"
+		c.Spec.Affinity = &corev1.Affinity{}
+		c.Spec.VolumeClaimTemplate = &corev1.PersistentVolumeClaimSpec{StorageClassName: ptrTo("fast")}
+	})
+	s := New(c, params())
+	tpl := s.Spec.Template
+	if tpl.Labels["team"] != "a" || tpl.Labels[resources.LabelCluster] != "db" {
+		t.Errorf("labels %v: user labels must be added but never override ours", tpl.Labels)
+	}
+	if tpl.Annotations["note"] != "x" || tpl.Spec.NodeSelector["disk"] != "ssd" || tpl.Spec.PriorityClassName != "high" {
+		t.Error("user pod settings missing")
+	}
+	if tpl.Spec.Affinity.PodAntiAffinity != nil {
+		t.Error("a user affinity must replace the default")
+	}
+	vct := s.Spec.VolumeClaimTemplates[0].Spec
+	if *vct.StorageClassName != "fast" || len(vct.AccessModes) != 1 {
+		t.Errorf("claim template %+v", vct)
+	}
+	if c.Spec.VolumeClaimTemplate.Resources.Requests != nil {
+		t.Error("New modified the cluster's claim template")
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
