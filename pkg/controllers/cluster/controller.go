@@ -1,0 +1,232 @@
+// Package cluster is the MySQLCluster controller. It turns a MySQLCluster into its children
+// (credentials Secret, my.cnf ConfigMap, three Services, PodDisruptionBudget, StatefulSet),
+// keeps them in step with the spec, restarts members one at a time when the pod template
+// changes, moves running pods to a new agent image in place, and writes the cluster's status.
+//
+// The controller follows sample-controller's worker loop: a typed rate-limited queue of
+// cluster keys, Forget on success, AddRateLimited on error, and nil (no retry) for objects that
+// are gone and for permanent user errors, which get a condition and an event instead. Reads come
+// from informer caches and are never modified in place; decisions are pure functions in
+// decide.go.
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
+	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/metrics"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+)
+
+// Name is the controller's name in logs, metrics and its workqueue.
+const Name = "cluster"
+
+// Images are the default images the operator deploys.
+type Images struct {
+	// MySQL is the server image repository (no tag) for flavor mysql.
+	MySQL string
+	// MariaDB is the server image repository (no tag) for flavor mariadb.
+	MariaDB string
+	// Agent is the full agent image reference; its tag is normally the operator version.
+	Agent string
+}
+
+// Config configures the controller.
+type Config struct {
+	// Images are the default images.
+	Images Images
+	// OperatorVersion is the operator build version, as stamped into status and labels.
+	OperatorVersion string
+}
+
+// Controller reconciles MySQLClusters.
+type Controller struct {
+	kube  kubernetes.Interface
+	mysql versioned.Interface
+
+	clusters     listers.MySQLClusterLister
+	statefulSets appslisters.StatefulSetLister
+	services     corelisters.ServiceLister
+	configMaps   corelisters.ConfigMapLister
+	secrets      corelisters.SecretLister
+	pdbs         policylisters.PodDisruptionBudgetLister
+	pods         corelisters.PodLister
+	synced       []cache.InformerSynced
+
+	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	recorder record.EventRecorder
+	cfg      Config
+	// rand is the source of generated passwords: crypto/rand outside tests.
+	rand io.Reader
+}
+
+// New registers the controller's informers with set and returns the controller. Call it for
+// every controller before set.Start.
+func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.Set, recorder record.EventRecorder, cfg Config) (*Controller, error) {
+	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
+	})
+	kinds := map[string]informerset.Informers{
+		"statefulsets": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Apps().V1().StatefulSets().Informer()
+		}),
+		"services": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().Services().Informer()
+		}),
+		"configmaps": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().ConfigMaps().Informer()
+		}),
+		"secrets": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().Secrets().Informer()
+		}),
+		"pdbs": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Policy().V1().PodDisruptionBudgets().Informer()
+		}),
+		"pods": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Core().V1().Pods().Informer()
+		}),
+	}
+	c := &Controller{
+		kube:         kube,
+		mysql:        mysql,
+		clusters:     listers.NewMySQLClusterLister(clusterInf.Indexer()),
+		statefulSets: appslisters.NewStatefulSetLister(kinds["statefulsets"].Indexer()),
+		services:     corelisters.NewServiceLister(kinds["services"].Indexer()),
+		configMaps:   corelisters.NewConfigMapLister(kinds["configmaps"].Indexer()),
+		secrets:      corelisters.NewSecretLister(kinds["secrets"].Indexer()),
+		pdbs:         policylisters.NewPodDisruptionBudgetLister(kinds["pdbs"].Indexer()),
+		pods:         corelisters.NewPodLister(kinds["pods"].Indexer()),
+		synced:       []cache.InformerSynced{clusterInf.HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
+		recorder: recorder,
+		cfg:      cfg,
+		rand:     rand.Reader,
+	}
+	if err := clusterInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return nil, fmt.Errorf("watch clusters: %w", err)
+	}
+	for kind, inf := range kinds {
+		if err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: c.handleChild,
+			UpdateFunc: func(old, obj any) {
+				if resourceVersion(old) != resourceVersion(obj) {
+					c.handleChild(obj)
+				}
+			},
+			DeleteFunc: c.handleChild,
+		}); err != nil {
+			return nil, fmt.Errorf("watch %s: %w", kind, err)
+		}
+		c.synced = append(c.synced, inf.HasSynced)
+	}
+	return c, nil
+}
+
+func resourceVersion(obj any) string {
+	if o, ok := obj.(interface{ GetResourceVersion() string }); ok {
+		return o.GetResourceVersion()
+	}
+	return ""
+}
+
+// enqueue adds the key of a MySQLCluster (or its tombstone) to the queue.
+func (c *Controller) enqueue(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// handleChild enqueues the cluster a child belongs to: its controller owner, or for pods
+// (owned by the StatefulSet) the cluster named by their mysqlop.io/cluster label.
+func (c *Controller) handleChild(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return
+	}
+	name := ""
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MySQLCluster" && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
+		name = ref.Name
+	} else if _, isPod := obj.(*corev1.Pod); isPod {
+		name = o.GetLabels()[resources.LabelCluster]
+	}
+	if name == "" {
+		return
+	}
+	c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: name})
+}
+
+// Run waits for the caches, runs workers until ctx is done, then drains the queue.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	defer utilruntime.HandleCrash()
+	defer c.queue.ShutDown()
+	logger := klog.FromContext(ctx).WithValues("controller", Name)
+	logger.Info("Waiting for informer caches to sync")
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("%s controller: caches did not sync", Name)
+	}
+	logger.Info("Starting workers", "count", workers)
+	for range workers {
+		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Shutting down workers")
+	return nil
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextItem(ctx) {
+	}
+}
+
+func (c *Controller) processNextItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+
+	start := time.Now()
+	err := c.sync(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name, "cluster", key)), key)
+	metrics.ObserveReconcile(Name, time.Since(start), err)
+	if err == nil {
+		c.queue.Forget(key)
+		return true
+	}
+	utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed, will retry", "cluster", key)
+	c.queue.AddRateLimited(key)
+	return true
+}

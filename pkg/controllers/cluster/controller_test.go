@@ -1,0 +1,590 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	core "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	mysqlfake "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/fake"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
+)
+
+const ns = "ns"
+
+var key = cache.ObjectName{Namespace: ns, Name: "db"}
+
+type fixture struct {
+	t        *testing.T
+	kube     *kubefake.Clientset
+	mysql    *mysqlfake.Clientset
+	recorder *record.FakeRecorder
+	ctrl     *Controller
+	// primary is the ordinal runPods labels primary.
+	primary int
+}
+
+func config(agentTag string) Config {
+	return Config{Images: Images{MySQL: "mysql", MariaDB: "mariadb", Agent: "agent:" + agentTag}, OperatorVersion: agentTag}
+}
+
+// newFixture starts a controller on fake clientsets holding objs. Informers filter children
+// by the managed-by label as in production, so objects made by others are invisible to them.
+func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
+	t.Helper()
+	var kubeObjs, mysqlObjs []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*v1alpha1.MySQLCluster); ok {
+			mysqlObjs = append(mysqlObjs, o)
+		} else {
+			kubeObjs = append(kubeObjs, o)
+		}
+	}
+	return startFixture(t, cfg, kubefake.NewClientset(kubeObjs...), mysqlfake.NewSimpleClientset(mysqlObjs...))
+}
+
+func startFixture(t *testing.T, cfg Config, kube *kubefake.Clientset, mysql *mysqlfake.Clientset) *fixture {
+	t.Helper()
+	set := informerset.New(kube, mysql, nil, 0, resources.LabelManagedBy+"="+resources.ManagedBy)
+	rec := record.NewFakeRecorder(100)
+	ctrl, err := New(kube, mysql, set, rec, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); set.Shutdown() })
+	set.Start(ctx.Done())
+	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
+		t.Fatal(err)
+	}
+	kube.ClearActions()
+	mysql.ClearActions()
+	return &fixture{t: t, kube: kube, mysql: mysql, recorder: rec, ctrl: ctrl}
+}
+
+func (f *fixture) sync() {
+	f.t.Helper()
+	if err := f.ctrl.sync(context.Background(), key); err != nil {
+		f.t.Fatalf("sync: %v", err)
+	}
+}
+
+// settle waits until the informer caches reflect every object in the clientsets, so the next
+// sync sees what the previous one wrote. The fake trackers keep no resource versions, so
+// objects are compared whole.
+func (f *fixture) settle() {
+	f.t.Helper()
+	same := func(live, cached any, err error) bool {
+		return err == nil && apiequality.Semantic.DeepEqual(live, cached)
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		if c, err := f.mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, "db", metav1.GetOptions{}); err == nil {
+			if cached, err := f.ctrl.clusters.MySQLClusters(ns).Get("db"); !same(c, cached, err) {
+				return false, nil
+			}
+		}
+		if sts, err := f.kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{}); err == nil {
+			if cached, err := f.ctrl.statefulSets.StatefulSets(ns).Get("db"); !same(sts, cached, err) {
+				return false, nil
+			}
+		}
+		pods, _ := f.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		cachedPods, _ := f.ctrl.pods.List(labels.Everything())
+		if len(pods.Items) != len(cachedPods) {
+			return false, nil
+		}
+		for i := range pods.Items {
+			if cp, err := f.ctrl.pods.Pods(ns).Get(pods.Items[i].Name); !same(&pods.Items[i], cp, err) {
+				return false, nil
+			}
+		}
+		svcs, _ := f.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelManagedBy})
+		for i := range svcs.Items {
+			if cs, err := f.ctrl.services.Services(ns).Get(svcs.Items[i].Name); !same(&svcs.Items[i], cs, err) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		f.t.Fatalf("caches did not settle: %v", err)
+	}
+	f.kube.ClearActions()
+	f.mysql.ClearActions()
+}
+
+// writes returns the mutating actions recorded since the last settle.
+func (f *fixture) writes() []core.Action {
+	var out []core.Action
+	for _, a := range append(f.kube.Actions(), f.mysql.Actions()...) {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func describe(actions []core.Action) string {
+	var s []string
+	for _, a := range actions {
+		name := ""
+		switch a := a.(type) {
+		case core.CreateAction:
+			if o, ok := a.GetObject().(metav1.Object); ok {
+				name = o.GetName()
+			}
+		case core.UpdateAction:
+			if o, ok := a.GetObject().(metav1.Object); ok {
+				name = o.GetName()
+			}
+		case core.PatchAction:
+			name = a.GetName()
+		case core.DeleteAction:
+			name = a.GetName()
+		}
+		sub := ""
+		if a.GetSubresource() != "" {
+			sub = "/" + a.GetSubresource()
+		}
+		s = append(s, fmt.Sprintf("%s %s%s %s", a.GetVerb(), a.GetResource().Resource, sub, name))
+	}
+	return strings.Join(s, "; ")
+}
+
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func (f *fixture) cluster() *v1alpha1.MySQLCluster {
+	f.t.Helper()
+	c, err := f.mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(context.Background(), "db", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+func (f *fixture) statefulSet() *appsv1.StatefulSet {
+	f.t.Helper()
+	s, err := f.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "db", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s
+}
+
+func (f *fixture) editCluster(mutate func(*v1alpha1.MySQLCluster)) {
+	f.t.Helper()
+	c := f.cluster()
+	mutate(c)
+	c.Generation++
+	if _, err := f.mysql.MysqlopV1alpha1().MySQLClusters(ns).Update(context.Background(), c, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	f.settle()
+}
+
+// runPods stands in for the StatefulSet controller and kubelet: it creates ready pods from the
+// StatefulSet's current template (ordinal f.primary labelled primary, the rest replica).
+func (f *fixture) runPods() {
+	f.t.Helper()
+	sts := f.statefulSet()
+	for i := range int(*sts.Spec.Replicas) {
+		name := fmt.Sprintf("db-%d", i)
+		if _, err := f.kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
+			continue
+		}
+		p := &corev1.Pod{
+			ObjectMeta: *sts.Spec.Template.ObjectMeta.DeepCopy(),
+			Spec:       *sts.Spec.Template.Spec.DeepCopy(),
+			Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}
+		p.Name, p.Namespace, p.UID = name, ns, types.UID("pod-"+name)
+		p.Labels[resources.LabelRole] = v1alpha1.RoleReplica
+		if i == f.primary {
+			p.Labels[resources.LabelRole] = v1alpha1.RolePrimary
+		}
+		if _, err := f.kube.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.settle()
+}
+
+func mariadb(members int32, version string) *v1alpha1.MySQLCluster {
+	return testutil.Cluster(ns, "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.Flavor = v1alpha1.FlavorMariaDB
+		c.Spec.Members = members
+		c.Spec.Version = version
+	})
+}
+
+// inSync returns a fixture whose cluster, children and pods match the spec.
+func inSync(t *testing.T, c *v1alpha1.MySQLCluster) *fixture {
+	f := newFixture(t, config("v1"), c)
+	f.sync()
+	f.settle()
+	f.runPods()
+	f.sync()
+	f.settle()
+	f.events()
+	return f
+}
+
+func TestCreatesEveryChildWithControllerRef(t *testing.T) {
+	f := newFixture(t, config("v1"), mariadb(3, "10.11.6"))
+	f.sync()
+
+	want := map[string]bool{
+		"secrets/db-credentials": false, "configmaps/db-config": false, "services/db-headless": false,
+		"services/db-primary": false, "services/db-replicas": false, "poddisruptionbudgets/db": false, "statefulsets/db": false,
+	}
+	for _, a := range f.kube.Actions() {
+		create, ok := a.(core.CreateAction)
+		if !ok {
+			continue
+		}
+		o := create.GetObject().(metav1.Object)
+		k := a.GetResource().Resource + "/" + o.GetName()
+		if _, expected := want[k]; !expected {
+			t.Errorf("unexpected create %s", k)
+			continue
+		}
+		want[k] = true
+		ref := metav1.GetControllerOf(o)
+		if ref == nil || ref.Kind != "MySQLCluster" || ref.Name != "db" || ref.UID != f.cluster().UID {
+			t.Errorf("%s: controller reference %+v", k, ref)
+		}
+		if o.GetLabels()[resources.LabelOperatorVersion] != "v1" {
+			t.Errorf("%s: operator-version label %q", k, o.GetLabels()[resources.LabelOperatorVersion])
+		}
+	}
+	for k, created := range want {
+		if !created {
+			t.Errorf("%s was not created", k)
+		}
+	}
+	c := f.cluster()
+	if c.Labels[resources.LabelOperatorVersion] != "v1" {
+		t.Errorf("cluster label %v", c.Labels)
+	}
+	if c.Status.Phase != v1alpha1.ClusterPending || c.Status.OperatorVersion != "v1" || c.Status.ObservedGeneration != 1 {
+		t.Errorf("status %+v", c.Status)
+	}
+	if c.Spec.Version != "10.11.6" || c.Spec.Config != nil {
+		t.Errorf("spec was rewritten: %+v", c.Spec)
+	}
+	// The Secret is built with generated passwords, but no event or status mentions them.
+	s, _ := f.kube.CoreV1().Secrets(ns).Get(context.Background(), "db-credentials", metav1.GetOptions{})
+	status, _ := json.Marshal(c.Status)
+	for _, e := range append(f.events(), string(status)) {
+		for k, v := range s.Data {
+			if strings.Contains(e, string(v)) {
+				t.Errorf("secret %s leaked into %q", k, e)
+			}
+		}
+	}
+}
+
+func TestNoWritesWhenInSync(t *testing.T) {
+	f := inSync(t, mariadb(3, "10.11.6"))
+	f.sync()
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("in-sync reconcile wrote: %s", describe(w))
+	}
+	if st := f.cluster().Status; st.Phase != v1alpha1.ClusterHealthy || st.ReadyMembers != 3 || st.Primary != "db-0" || st.CurrentVersion != "10.11.6" {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestScale(t *testing.T) {
+	f := inSync(t, mariadb(3, "10.11.6"))
+	f.editCluster(func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 5 })
+	f.sync()
+	if got := *f.statefulSet().Spec.Replicas; got != 5 {
+		t.Errorf("replicas %d, want 5", got)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "delete" || a.GetVerb() == "patch" {
+			t.Errorf("scaling touched pods: %s", describe([]core.Action{a}))
+		}
+	}
+	if st := f.cluster().Status; st.Phase != v1alpha1.ClusterDegraded {
+		t.Errorf("phase %s while 2 of 5 members are missing", st.Phase)
+	}
+}
+
+func TestUpgradeRestartsReplicasFirstPrimaryLast(t *testing.T) {
+	f := inSync(t, mariadb(3, "10.11.6"))
+	// Put the primary in the middle, so that neither ordinal order gives the wanted order.
+	p1, _ := f.kube.CoreV1().Pods(ns).Get(context.Background(), "db-1", metav1.GetOptions{})
+	p0, _ := f.kube.CoreV1().Pods(ns).Get(context.Background(), "db-0", metav1.GetOptions{})
+	p1.Labels[resources.LabelRole], p0.Labels[resources.LabelRole] = v1alpha1.RolePrimary, v1alpha1.RoleReplica
+	for _, p := range []*corev1.Pod{p0, p1} {
+		if _, err := f.kube.CoreV1().Pods(ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.primary = 1
+	f.editCluster(func(c *v1alpha1.MySQLCluster) { c.Spec.Version = "10.11.8" })
+
+	var order []string
+	for range 3 {
+		f.sync()
+		if img := f.statefulSet().Spec.Template.Spec.Containers[0].Image; img != "mariadb:10.11.8" {
+			t.Fatalf("server image %q", img)
+		}
+		var deleted []string
+		for _, a := range f.kube.Actions() {
+			if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+				deleted = append(deleted, a.(core.DeleteAction).GetName())
+			}
+		}
+		if len(deleted) != 1 {
+			t.Fatalf("deleted %v in one reconcile, want exactly one pod", deleted)
+		}
+		order = append(order, deleted[0])
+		if st := f.cluster().Status; st.Phase != v1alpha1.ClusterUpgrading || st.CurrentVersion != "10.11.6" {
+			t.Errorf("during the upgrade: phase %s current %s", st.Phase, st.CurrentVersion)
+		}
+		f.settle()
+		// A second reconcile before the pod came back must not delete another one.
+		f.sync()
+		for _, a := range f.kube.Actions() {
+			if a.GetVerb() == "delete" {
+				t.Fatalf("deleted another pod while %s is down", deleted[0])
+			}
+		}
+		f.settle()
+		f.runPods()
+	}
+	if fmt.Sprint(order) != "[db-2 db-0 db-1]" {
+		t.Errorf("restart order %v, want replicas (highest ordinal first) then the primary db-1", order)
+	}
+	f.sync()
+	st := f.cluster().Status
+	if st.Phase != v1alpha1.ClusterHealthy || st.CurrentVersion != "10.11.8" {
+		t.Errorf("after the upgrade: phase %s current %s", st.Phase, st.CurrentVersion)
+	}
+	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "VersionUpgraded") {
+		t.Errorf("no VersionUpgraded event in %q", ev)
+	}
+}
+
+func TestDowngradeRefused(t *testing.T) {
+	f := inSync(t, mariadb(3, "10.11.8"))
+	before := f.statefulSet()
+	f.editCluster(func(c *v1alpha1.MySQLCluster) { c.Spec.Version = "10.6.1" })
+	f.sync()
+
+	if after := f.statefulSet(); after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("a refused downgrade changed the StatefulSet (image %s)", after.Spec.Template.Spec.Containers[0].Image)
+	}
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() != "get" && a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetResource().Resource != "events" {
+			t.Errorf("a refused downgrade wrote %s", describe([]core.Action{a}))
+		}
+	}
+	cond := meta.FindStatusCondition(f.cluster().Status.Conditions, v1alpha1.ConditionAccepted)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "DowngradeRefused" || !strings.Contains(cond.Message, "10.6.1") {
+		t.Errorf("Accepted condition %+v", cond)
+	}
+	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning DowngradeRefused") {
+		t.Errorf("events %v, want one DowngradeRefused warning", ev)
+	}
+	// Reconciling again neither repeats the event nor writes anything.
+	f.settle()
+	f.sync()
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("second reconcile wrote %s", describe(w))
+	}
+	if ev := f.events(); len(ev) != 0 {
+		t.Errorf("repeated events %v", ev)
+	}
+}
+
+func TestNewOperatorVersionPatchesAgentInPlace(t *testing.T) {
+	old := inSync(t, mariadb(3, "10.11.6"))
+	serverImage := old.statefulSet().Spec.Template.Spec.Containers[0].Image
+
+	f := startFixture(t, config("v2"), old.kube, old.mysql)
+	f.sync()
+
+	sts := f.statefulSet()
+	if sts.Labels[resources.LabelOperatorVersion] != "v2" || sts.Spec.Template.Labels[resources.LabelOperatorVersion] != "v2" {
+		t.Errorf("StatefulSet labels %v / template %v", sts.Labels, sts.Spec.Template.Labels)
+	}
+	for _, ctr := range sts.Spec.Template.Spec.Containers {
+		if ctr.Name == resources.ContainerMySQL && ctr.Image != serverImage {
+			t.Errorf("server image changed to %s", ctr.Image)
+		}
+		if ctr.Name == resources.ContainerAgent && ctr.Image != "agent:v2" {
+			t.Errorf("template agent image %s", ctr.Image)
+		}
+	}
+	patched := map[string]bool{}
+	for _, a := range f.kube.Actions() {
+		if a.GetResource().Resource != "pods" {
+			continue
+		}
+		switch a.GetVerb() {
+		case "delete":
+			t.Errorf("pod %s deleted: an operator upgrade must not restart mysqld", a.(core.DeleteAction).GetName())
+		case "patch":
+			p := a.(core.PatchAction)
+			patched[p.GetName()] = true
+			if strings.Contains(string(p.GetPatch()), resources.ContainerMySQL+`"`) {
+				t.Errorf("patch of %s touches the server container: %s", p.GetName(), p.GetPatch())
+			}
+		}
+	}
+	if len(patched) != 3 {
+		t.Errorf("patched pods %v, want all three", patched)
+	}
+	for i := range 3 {
+		p, _ := f.kube.CoreV1().Pods(ns).Get(context.Background(), fmt.Sprintf("db-%d", i), metav1.GetOptions{})
+		for _, ctr := range p.Spec.Containers {
+			if ctr.Name == resources.ContainerAgent && ctr.Image != "agent:v2" {
+				t.Errorf("%s agent image %s", p.Name, ctr.Image)
+			}
+			if ctr.Name == resources.ContainerMySQL && ctr.Image != serverImage {
+				t.Errorf("%s server image %s", p.Name, ctr.Image)
+			}
+		}
+		if p.Labels[resources.LabelOperatorVersion] != "v2" || p.Labels[resources.LabelRole] == "" {
+			t.Errorf("%s labels %v: want the new version and the role kept", p.Name, p.Labels)
+		}
+	}
+	if c := f.cluster(); c.Labels[resources.LabelOperatorVersion] != "v2" || c.Status.OperatorVersion != "v2" {
+		t.Errorf("cluster label %v status %q", c.Labels, c.Status.OperatorVersion)
+	}
+	// Once patched, nothing more happens.
+	f.settle()
+	f.sync()
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("after the in-place update: %s", describe(w))
+	}
+}
+
+func TestForeignServiceIsLeftAlone(t *testing.T) {
+	foreign := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-primary", Namespace: ns, ResourceVersion: "7"},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "theirs"}},
+	}
+	f := newFixture(t, config("v1"), mariadb(3, "10.11.6"), foreign)
+	f.sync() // a permanent conflict is not an error: no retry loop
+
+	for _, a := range f.kube.Actions() {
+		if a.GetResource().Resource == "services" && (a.GetVerb() == "update" || a.GetVerb() == "patch" || a.GetVerb() == "delete") {
+			t.Errorf("touched the foreign service: %s", describe([]core.Action{a}))
+		}
+	}
+	got, _ := f.kube.CoreV1().Services(ns).Get(context.Background(), "db-primary", metav1.GetOptions{})
+	if got.Spec.Selector["app"] != "theirs" || len(got.OwnerReferences) != 0 {
+		t.Errorf("foreign service changed: %+v", got)
+	}
+	if _, err := f.kube.AppsV1().StatefulSets(ns).Get(context.Background(), "db", metav1.GetOptions{}); err != nil {
+		t.Errorf("other children must still be created: %v", err)
+	}
+	cond := meta.FindStatusCondition(f.cluster().Status.Conditions, v1alpha1.ConditionSynced)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "ErrResourceExists" || !strings.Contains(cond.Message, "db-primary") {
+		t.Errorf("Synced condition %+v", cond)
+	}
+	var warned bool
+	for _, e := range f.events() {
+		warned = warned || strings.HasPrefix(e, "Warning ErrResourceExists")
+	}
+	if !warned {
+		t.Error("no ErrResourceExists warning event")
+	}
+}
+
+func TestInvalidSpecSetsConditionWithoutRetry(t *testing.T) {
+	bad := mariadb(3, "10.11.6")
+	bad.Spec.Config = map[string]string{"server_id": "7"} // the CRD refuses this; the controller must too
+	f := newFixture(t, config("v1"), bad)
+	f.sync()
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "create" && a.GetResource().Resource != "events" {
+			t.Errorf("created %s for an invalid spec", describe([]core.Action{a}))
+		}
+	}
+	c := f.cluster()
+	cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAccepted)
+	if c.Status.Phase != v1alpha1.ClusterInvalid || cond == nil || cond.Reason != "InvalidSpec" || !strings.Contains(cond.Message, "server_id") {
+		t.Errorf("phase %s condition %+v", c.Status.Phase, cond)
+	}
+	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning InvalidSpec") {
+		t.Errorf("events %v", ev)
+	}
+	f.settle()
+	f.sync()
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("second reconcile of an invalid spec wrote %s", describe(w))
+	}
+	if ev := f.events(); len(ev) != 0 {
+		t.Errorf("repeated events %v", ev)
+	}
+}
+
+func TestGoneOrDeletingClusterIsNoop(t *testing.T) {
+	f := newFixture(t, config("v1"))
+	f.sync()
+	deleting := mariadb(3, "10.11.6")
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	deleting.Finalizers = []string{"keep"}
+	g := newFixture(t, config("v1"), deleting)
+	g.sync()
+	if w := append(f.writes(), g.writes()...); len(w) != 0 {
+		t.Errorf("wrote %s", describe(w))
+	}
+}
+
+func TestHandleChildEnqueuesOwner(t *testing.T) {
+	f := newFixture(t, config("v1"))
+	c := mariadb(3, "10.11.6")
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"))}}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: ns, Labels: map[string]string{resources.LabelCluster: "db"}}}
+	stray := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "y", Namespace: ns, Labels: map[string]string{resources.LabelCluster: "db"}}}
+	for _, o := range []any{svc, p, cache.DeletedFinalStateUnknown{Key: "ns/db-0", Obj: p}, stray} {
+		f.ctrl.handleChild(o)
+	}
+	if n := f.ctrl.queue.Len(); n != 1 {
+		t.Errorf("queue length %d, want the one cluster key", n)
+	}
+	k, _ := f.ctrl.queue.Get()
+	if k != key {
+		t.Errorf("queued %v", k)
+	}
+}

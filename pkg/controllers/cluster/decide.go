@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+)
+
+// The functions in this file decide; they do no I/O and never modify their arguments.
+
+// versionDecision is what to do with spec.version given what the StatefulSet already runs.
+type versionDecision struct {
+	// Version is the server version to build the pod template with.
+	Version string
+	// Refused is set when spec.version is a downgrade; Version is then the deployed one.
+	Refused bool
+}
+
+// decideVersion compares the desired version with the one the StatefulSet's template carries
+// (empty when there is no StatefulSet yet). Both are valid semantic versions by then: desired
+// passed validation, deployed was written by us from a validated spec.
+func decideVersion(desired, deployed string) versionDecision {
+	if deployed == "" || deployed == desired {
+		return versionDecision{Version: desired}
+	}
+	down, err := v1alpha1.IsDowngrade(deployed, desired)
+	if err != nil || !down {
+		// An unparsable deployed version cannot have come from us; moving off it is safe.
+		return versionDecision{Version: desired}
+	}
+	return versionDecision{Version: deployed, Refused: true}
+}
+
+// deployedVersion is the server version the StatefulSet's pod template asks for.
+func deployedVersion(sts *appsv1.StatefulSet) string {
+	if sts == nil {
+		return ""
+	}
+	return sts.Spec.Template.Annotations[resources.AnnotationVersion]
+}
+
+// podPlan is the work a reconcile does on existing pods.
+type podPlan struct {
+	// Patch are pods to bring to the template's agent image, labels and annotations in place.
+	Patch []*corev1.Pod
+	// Restart is the one pod to delete so that it comes back on the new template, if any.
+	Restart *corev1.Pod
+	// Outdated counts member pods whose restart hash differs from the template's.
+	Outdated int
+}
+
+// planPods decides which pods to patch in place and which single pod to restart. A restart
+// happens only when every member exists, none is terminating and all are ready, so at most
+// one member is down because of us; replicas go first (highest ordinal first) and the primary
+// last.
+func planPods(tpl *corev1.PodTemplateSpec, agentImage string, pods []*corev1.Pod, setName string, members int32) podPlan {
+	var plan podPlan
+	want := tpl.Annotations[resources.AnnotationRestartHash]
+	allReady := true
+	present := 0
+	var outdated []*corev1.Pod
+	for _, p := range memberPods(pods, setName, members) {
+		present++
+		if p.DeletionTimestamp != nil || !podReady(p) {
+			allReady = false
+		}
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Annotations[resources.AnnotationRestartHash] != want {
+			outdated = append(outdated, p)
+			continue
+		}
+		if needsPatch(tpl, agentImage, p) {
+			plan.Patch = append(plan.Patch, p)
+		}
+	}
+	plan.Outdated = len(outdated)
+	if len(outdated) == 0 || !allReady || present < int(members) || len(plan.Patch) > 0 {
+		return plan
+	}
+	slices.SortFunc(outdated, func(a, b *corev1.Pod) int {
+		pa, pb := isPrimary(a), isPrimary(b)
+		if pa != pb {
+			if pa {
+				return 1
+			}
+			return -1
+		}
+		return resources.Ordinal(setName, b.Name) - resources.Ordinal(setName, a.Name)
+	})
+	plan.Restart = outdated[0]
+	return plan
+}
+
+// needsPatch reports whether p lacks the template's labels, annotations or agent image.
+func needsPatch(tpl *corev1.PodTemplateSpec, agentImage string, p *corev1.Pod) bool {
+	for k, v := range tpl.Labels {
+		if p.Labels[k] != v {
+			return true
+		}
+	}
+	for k, v := range tpl.Annotations {
+		if p.Annotations[k] != v {
+			return true
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == resources.ContainerAgent && c.Image != agentImage {
+			return true
+		}
+	}
+	return false
+}
+
+// memberPods returns the pods of set whose ordinal is below members, ordered by ordinal.
+func memberPods(pods []*corev1.Pod, setName string, members int32) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
+		if o := resources.Ordinal(setName, p.Name); o >= 0 && o < int(members) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b *corev1.Pod) int {
+		return resources.Ordinal(setName, a.Name) - resources.Ordinal(setName, b.Name)
+	})
+	return out
+}
+
+func isPrimary(p *corev1.Pod) bool { return p.Labels[resources.LabelRole] == v1alpha1.RolePrimary }
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// observed is everything computeStatus reads.
+type observed struct {
+	Cluster *v1alpha1.MySQLCluster // defaulted copy, spec.version already decided
+	Pods    []*corev1.Pod
+	Plan    podPlan
+	// Conflicts names children that exist but are not controlled by the cluster.
+	Conflicts []string
+	// Refused is set when a version downgrade was refused; RequestedVersion is then what the
+	// spec asked for (Cluster.Spec.Version holds the kept one).
+	Refused          bool
+	RequestedVersion string
+	OperatorVersion  string
+}
+
+// computeStatus returns the cluster's new status from what was observed. Conditions keep their
+// transition times when their status does not change.
+func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLClusterStatus {
+	c := o.Cluster
+	st := *prev.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	st.Selector = resources.Selector(c)
+	st.OperatorVersion = o.OperatorVersion
+
+	setName := resources.StatefulSetName(c)
+	members := memberPods(o.Pods, setName, c.Spec.Members)
+	st.ReadyMembers = 0
+	st.Primary = ""
+	st.Instances = nil
+	versions := map[string]bool{}
+	for _, p := range members {
+		ready := podReady(p)
+		if ready {
+			st.ReadyMembers++
+		}
+		if isPrimary(p) {
+			st.Primary = p.Name
+		}
+		v := p.Annotations[resources.AnnotationVersion]
+		versions[v] = true
+		st.Instances = append(st.Instances, v1alpha1.InstanceStatus{
+			Name: p.Name, Role: p.Labels[resources.LabelRole], Ready: ready, Version: v,
+		})
+	}
+	if len(members) == int(c.Spec.Members) && len(versions) == 1 && !versions[""] {
+		for v := range versions {
+			st.CurrentVersion = v
+		}
+	}
+
+	gen := c.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen,
+		})
+	}
+	if o.Refused {
+		set(v1alpha1.ConditionAccepted, metav1.ConditionFalse, events.DowngradeRefused, downgradeMessage(o.RequestedVersion, c.Spec.Version))
+	} else {
+		set(v1alpha1.ConditionAccepted, metav1.ConditionTrue, events.ReasonAccepted, "The spec was accepted.")
+	}
+	if len(o.Conflicts) > 0 {
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.ErrResourceExists,
+			"Not controlled by this MySQLCluster, left unchanged: "+strings.Join(o.Conflicts, ", "))
+	} else {
+		set(v1alpha1.ConditionSynced, metav1.ConditionTrue, events.ReasonSynced, "Every child matches the spec.")
+	}
+
+	switch {
+	case st.ReadyMembers == c.Spec.Members && o.Plan.Outdated == 0:
+		st.Phase = v1alpha1.ClusterHealthy
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, events.ReasonMembersReady, "Every member is ready and up to date.")
+	case o.Plan.Outdated > 0:
+		st.Phase = v1alpha1.ClusterUpgrading
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonRollingRestart,
+			plural(o.Plan.Outdated, "member waits", "members wait")+" to restart onto the new pod template.")
+	case st.ReadyMembers == 0:
+		st.Phase = v1alpha1.ClusterPending
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonMembersNotReady, "No member is ready yet.")
+	default:
+		st.Phase = v1alpha1.ClusterDegraded
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonMembersNotReady,
+			plural(int(st.ReadyMembers), "member is", "members are")+" ready of "+strconv.Itoa(int(c.Spec.Members))+".")
+	}
+	return st
+}
+
+// invalidStatus is the status of a cluster whose spec failed validation: only the Accepted
+// condition and the phase change, so the rest still describes what runs.
+func invalidStatus(prev v1alpha1.MySQLClusterStatus, c *v1alpha1.MySQLCluster, msg string) v1alpha1.MySQLClusterStatus {
+	st := *prev.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	st.Phase = v1alpha1.ClusterInvalid
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: events.InvalidSpec,
+		Message: msg, ObservedGeneration: c.Generation,
+	})
+	return st
+}
+
+// downgradeMessage explains a refused downgrade.
+func downgradeMessage(requested, kept string) string {
+	return "spec.version " + requested + " is older than the running version " + kept +
+		"; downgrades are not supported, the cluster stays on " + kept + "."
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}

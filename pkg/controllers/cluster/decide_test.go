@@ -1,0 +1,248 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
+)
+
+func TestDecideVersion(t *testing.T) {
+	for _, tc := range []struct {
+		desired, deployed string
+		want              versionDecision
+	}{
+		{"10.11.6", "", versionDecision{Version: "10.11.6"}},
+		{"10.11.6", "10.11.6", versionDecision{Version: "10.11.6"}},
+		{"10.11.8", "10.11.6", versionDecision{Version: "10.11.8"}},
+		{"10.6.1", "10.11.6", versionDecision{Version: "10.11.6", Refused: true}},
+		{"8.4.3", "garbage", versionDecision{Version: "8.4.3"}},
+	} {
+		if got := decideVersion(tc.desired, tc.deployed); got != tc.want {
+			t.Errorf("decideVersion(%q, %q) = %+v, want %+v", tc.desired, tc.deployed, got, tc.want)
+		}
+	}
+}
+
+// pod makes member ordinal of set "db" with the given restart hash, agent image and role.
+func pod(ordinal int, hash, agent, role string, ready bool) *corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("db-%d", ordinal), Namespace: "ns",
+			Labels:      map[string]string{"l": "1"},
+			Annotations: map[string]string{resources.AnnotationRestartHash: hash, resources.AnnotationVersion: "1.0.0"},
+		},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: resources.ContainerMySQL, Image: "server"}, {Name: resources.ContainerAgent, Image: agent}}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}},
+	}
+	if role != "" {
+		p.Labels[resources.LabelRole] = role
+	}
+	return p
+}
+
+func tpl(hash string) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
+		Labels:      map[string]string{"l": "1"},
+		Annotations: map[string]string{resources.AnnotationRestartHash: hash, resources.AnnotationVersion: "1.0.0"},
+	}}
+}
+
+func names(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+func TestPlanPods(t *testing.T) {
+	terminating := pod(1, "old", "a1", "", true)
+	now := metav1.Now()
+	terminating.DeletionTimestamp = &now
+
+	for _, tc := range []struct {
+		name        string
+		pods        []*corev1.Pod
+		members     int32
+		wantPatch   []string
+		wantRestart string
+		outdated    int
+	}{
+		{
+			name:    "in sync",
+			pods:    []*corev1.Pod{pod(0, "new", "a1", "primary", true), pod(1, "new", "a1", "replica", true)},
+			members: 2,
+		},
+		{
+			name:      "agent image only: patch every pod, restart none",
+			pods:      []*corev1.Pod{pod(0, "new", "a0", "primary", true), pod(1, "new", "a0", "replica", true)},
+			members:   2,
+			wantPatch: []string{"db-0", "db-1"},
+		},
+		{
+			name:        "replicas first, highest ordinal first",
+			pods:        []*corev1.Pod{pod(0, "old", "a1", "replica", true), pod(1, "old", "a1", "primary", true), pod(2, "old", "a1", "replica", true)},
+			members:     3,
+			wantRestart: "db-2",
+			outdated:    3,
+		},
+		{
+			name:        "primary last even with the highest ordinal",
+			pods:        []*corev1.Pod{pod(0, "old", "a1", "replica", true), pod(1, "old", "a1", "replica", true), pod(2, "old", "a1", "primary", true)},
+			members:     3,
+			wantRestart: "db-1",
+			outdated:    3,
+		},
+		{
+			name:        "primary last",
+			pods:        []*corev1.Pod{pod(0, "new", "a1", "replica", true), pod(1, "old", "a1", "primary", true), pod(2, "new", "a1", "replica", true)},
+			members:     3,
+			wantRestart: "db-1",
+			outdated:    1,
+		},
+		{
+			name:     "wait while a member is not ready",
+			pods:     []*corev1.Pod{pod(0, "old", "a1", "primary", true), pod(1, "new", "a1", "replica", false)},
+			members:  2,
+			outdated: 1,
+		},
+		{
+			name:     "wait while a member is missing",
+			pods:     []*corev1.Pod{pod(0, "old", "a1", "primary", true)},
+			members:  2,
+			outdated: 1,
+		},
+		{
+			name:     "wait while a member terminates",
+			pods:     []*corev1.Pod{pod(0, "old", "a1", "primary", true), terminating},
+			members:  2,
+			outdated: 1,
+		},
+		{
+			name:      "patches settle before a restart",
+			pods:      []*corev1.Pod{pod(0, "old", "a1", "primary", true), pod(1, "new", "a0", "replica", true)},
+			members:   2,
+			wantPatch: []string{"db-1"},
+			outdated:  1,
+		},
+		{
+			name:    "pods beyond members are ignored",
+			pods:    []*corev1.Pod{pod(0, "new", "a1", "primary", true), pod(3, "old", "a0", "replica", true)},
+			members: 1,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := planPods(tpl("new"), "a1", tc.pods, "db", tc.members)
+			if fmt.Sprint(names(plan.Patch)) != fmt.Sprint(tc.wantPatch) {
+				t.Errorf("patch %v, want %v", names(plan.Patch), tc.wantPatch)
+			}
+			restart := ""
+			if plan.Restart != nil {
+				restart = plan.Restart.Name
+			}
+			if restart != tc.wantRestart {
+				t.Errorf("restart %q, want %q", restart, tc.wantRestart)
+			}
+			if plan.Outdated != tc.outdated {
+				t.Errorf("outdated %d, want %d", plan.Outdated, tc.outdated)
+			}
+			// Invariant: never more than one member taken down per reconcile, and never while
+			// another member is unavailable.
+			if plan.Restart != nil {
+				for _, p := range memberPods(tc.pods, "db", tc.members) {
+					if !podReady(p) || p.DeletionTimestamp != nil {
+						t.Errorf("restart planned while %s is unavailable", p.Name)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestComputeStatus(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 3 })
+	for _, tc := range []struct {
+		name      string
+		pods      []*corev1.Pod
+		plan      podPlan
+		conflicts []string
+		refused   bool
+		phase     v1alpha1.ClusterPhase
+		ready     int32
+		readyCond metav1.ConditionStatus
+		primary   string
+	}{
+		{"no pods", nil, podPlan{}, nil, false, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
+		{"all ready", []*corev1.Pod{pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", true), pod(2, "h", "a", "replica", true)},
+			podPlan{}, nil, false, v1alpha1.ClusterHealthy, 3, metav1.ConditionTrue, "db-0"},
+		{"one down", []*corev1.Pod{pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", false), pod(2, "h", "a", "replica", true)},
+			podPlan{}, nil, false, v1alpha1.ClusterDegraded, 2, metav1.ConditionFalse, "db-0"},
+		{"rolling", []*corev1.Pod{pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", true), pod(2, "h", "a", "replica", true)},
+			podPlan{Outdated: 2}, nil, false, v1alpha1.ClusterUpgrading, 3, metav1.ConditionFalse, "db-0"},
+		{"conflict", nil, podPlan{}, []string{"Service db-primary"}, false, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
+		{"refused", nil, podPlan{}, nil, true, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := computeStatus(v1alpha1.MySQLClusterStatus{}, observed{
+				Cluster: c, Pods: tc.pods, Plan: tc.plan, Conflicts: tc.conflicts, Refused: tc.refused,
+				RequestedVersion: "1.0.0", OperatorVersion: "v9",
+			})
+			if st.Phase != tc.phase || st.ReadyMembers != tc.ready || st.Primary != tc.primary {
+				t.Errorf("phase %s ready %d primary %q; want %s %d %q", st.Phase, st.ReadyMembers, st.Primary, tc.phase, tc.ready, tc.primary)
+			}
+			if got := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); got == nil || got.Status != tc.readyCond {
+				t.Errorf("Ready condition %+v, want %s", got, tc.readyCond)
+			}
+			synced := meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced)
+			if synced == (len(tc.conflicts) > 0) {
+				t.Errorf("Synced=%v with conflicts %v", synced, tc.conflicts)
+			}
+			if accepted := meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAccepted); accepted == tc.refused {
+				t.Errorf("Accepted=%v with refused=%v", accepted, tc.refused)
+			}
+			if st.OperatorVersion != "v9" || st.ObservedGeneration != c.Generation || st.Selector == "" {
+				t.Errorf("status bookkeeping %+v", st)
+			}
+		})
+	}
+}
+
+func TestComputeStatusCurrentVersion(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 2 })
+	a, b := pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", true)
+	b.Annotations[resources.AnnotationVersion] = "2.0.0"
+	prev := v1alpha1.MySQLClusterStatus{CurrentVersion: "1.0.0"}
+	if st := computeStatus(prev, observed{Cluster: c, Pods: []*corev1.Pod{a, b}}); st.CurrentVersion != "1.0.0" {
+		t.Errorf("mixed versions: current %q, want the old one kept", st.CurrentVersion)
+	}
+	a.Annotations[resources.AnnotationVersion] = "2.0.0"
+	if st := computeStatus(prev, observed{Cluster: c, Pods: []*corev1.Pod{a, b}}); st.CurrentVersion != "2.0.0" {
+		t.Errorf("all on 2.0.0: current %q", st.CurrentVersion)
+	}
+}
+
+func TestComputeStatusKeepsTransitionTime(t *testing.T) {
+	c := testutil.Cluster("ns", "db")
+	first := computeStatus(v1alpha1.MySQLClusterStatus{}, observed{Cluster: c})
+	old := metav1.NewTime(metav1.Now().Add(-3600e9))
+	for i := range first.Conditions {
+		first.Conditions[i].LastTransitionTime = old
+	}
+	second := computeStatus(first, observed{Cluster: c})
+	for _, cond := range second.Conditions {
+		if !cond.LastTransitionTime.Equal(&old) {
+			t.Errorf("condition %s transition time moved without a transition", cond.Type)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
+	"github.com/mysqlop/mysql-operator/pkg/resources/pdb"
+	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
+	"github.com/mysqlop/mysql-operator/pkg/resources/service"
+	"github.com/mysqlop/mysql-operator/pkg/resources/statefulset"
+	"github.com/mysqlop/mysql-operator/pkg/version"
+)
+
+// sync reconciles one MySQLCluster. A nil return means "done until something changes"; an
+// error means "retry with backoff" and is only returned for transient failures.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	logger := klog.FromContext(ctx)
+	cached, err := c.clusters.MySQLClusters(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		logger.V(4).Info("Cluster no longer exists")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get cluster %s: %w", key, err)
+	}
+	if cached.DeletionTimestamp != nil {
+		// Children carry owner references; the garbage collector removes them.
+		return nil
+	}
+
+	cluster := cached.DeepCopy()
+	v1alpha1.SetClusterDefaults(cluster)
+	if errs := v1alpha1.ValidateCluster(cluster); len(errs) > 0 {
+		msg := errs.ToAggregate().Error()
+		st := invalidStatus(cached.Status, cluster, msg)
+		if conditionChanged(cached.Status.Conditions, st.Conditions, v1alpha1.ConditionAccepted) {
+			c.recorder.Event(cached, corev1.EventTypeWarning, events.InvalidSpec, msg)
+		}
+		// No retry: the next edit of the spec brings the cluster back to the queue.
+		return c.writeStatus(ctx, cached, st)
+	}
+
+	latest, err := c.stampOperatorVersion(ctx, cached)
+	if err != nil {
+		return err
+	}
+
+	var deployed string
+	if sts, err := c.statefulSets.StatefulSets(cluster.Namespace).Get(resources.StatefulSetName(cluster)); err == nil && metav1.IsControlledBy(sts, cluster) {
+		deployed = deployedVersion(sts)
+	}
+	requested := cluster.Spec.Version
+	vd := decideVersion(requested, deployed)
+	cluster.Spec.Version = vd.Version
+
+	children, syncErr := c.syncChildren(ctx, cluster)
+	desiredSTS := children.statefulSet
+	if desiredSTS == nil {
+		return syncErr
+	}
+
+	pods, err := c.pods.Pods(cluster.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(cluster)))
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	plan := planPods(&desiredSTS.Spec.Template, c.cfg.Images.Agent, pods, resources.StatefulSetName(cluster), cluster.Spec.Members)
+	if !children.statefulSetConflict {
+		syncErr = errors.Join(syncErr, c.applyPlan(ctx, cluster, &desiredSTS.Spec.Template, plan))
+	}
+
+	st := computeStatus(latest.Status, observed{
+		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts,
+		Refused: vd.Refused, RequestedVersion: requested, OperatorVersion: c.cfg.OperatorVersion,
+	})
+	c.eventTransitions(latest, st)
+	if err := c.writeStatus(ctx, latest, st); err != nil {
+		return errors.Join(syncErr, err)
+	}
+	return syncErr
+}
+
+// childrenResult is what syncChildren did.
+type childrenResult struct {
+	// statefulSet is the desired StatefulSet, for planning pod work.
+	statefulSet *appsv1.StatefulSet
+	// conflicts names the children left alone because someone else controls them.
+	conflicts []string
+	// statefulSetConflict is set when the StatefulSet is one of them: its pods are not ours.
+	statefulSetConflict bool
+}
+
+// syncChildren brings every child to the desired state and returns the joined transient errors.
+func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCluster) (childrenResult, error) {
+	opVersion := version.LabelValue(c.cfg.OperatorVersion)
+	var res childrenResult
+	var errs []error
+	record := func(err error) {
+		var ce *conflictError
+		switch {
+		case err == nil:
+		case errors.As(err, &ce):
+			res.conflicts = append(res.conflicts, ce.kind+" "+ce.name)
+			res.statefulSetConflict = res.statefulSetConflict || ce.kind == "StatefulSet"
+		default:
+			errs = append(errs, err)
+		}
+	}
+
+	var existingData map[string][]byte
+	if s, err := c.secrets.Secrets(cluster.Namespace).Get(resources.CredentialsSecretName(cluster)); err == nil {
+		existingData = s.Data
+	}
+	sec, err := secret.New(cluster, existingData, opVersion, c.rand)
+	if err != nil {
+		return res, fmt.Errorf("build credentials secret: %w", err)
+	}
+	_, err = ensure(ctx, c, cluster, c.secretOps(cluster), sec)
+	record(err)
+
+	cm := configmap.New(cluster, opVersion)
+	setSpecHash(cm, cm.Data)
+	_, err = ensure(ctx, c, cluster, c.configMapOps(), cm)
+	record(err)
+
+	for _, svc := range []*corev1.Service{
+		service.NewHeadless(cluster, opVersion), service.NewPrimary(cluster, opVersion), service.NewReplicas(cluster, opVersion),
+	} {
+		setSpecHash(svc, svc.Spec)
+		_, err = ensure(ctx, c, cluster, c.serviceOps(), svc)
+		record(err)
+	}
+
+	budget := pdb.New(cluster, opVersion)
+	setSpecHash(budget, budget.Spec)
+	_, err = ensure(ctx, c, cluster, c.pdbOps(), budget)
+	record(err)
+
+	sts := statefulset.New(cluster, statefulset.Params{
+		ServerImage:     c.serverImage(cluster),
+		AgentImage:      c.cfg.Images.Agent,
+		OperatorVersion: opVersion,
+		ConfigHash:      resources.Hash(cm.Data),
+	})
+	setSpecHash(sts, sts.Spec)
+	_, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
+	record(err)
+
+	res.statefulSet = sts
+	return res, errors.Join(errs...)
+}
+
+// serverImage is the server image of cluster: its repository override or the flavor default,
+// tagged with the version.
+func (c *Controller) serverImage(cluster *v1alpha1.MySQLCluster) string {
+	repo := cluster.Spec.Image
+	if repo == "" {
+		repo = c.cfg.Images.MySQL
+		if cluster.Spec.Flavor == v1alpha1.FlavorMariaDB {
+			repo = c.cfg.Images.MariaDB
+		}
+	}
+	return repo + ":" + cluster.Spec.Version
+}
+
+// applyPlan patches pods in place and restarts at most one.
+func (c *Controller) applyPlan(ctx context.Context, cluster *v1alpha1.MySQLCluster, tpl *corev1.PodTemplateSpec, plan podPlan) error {
+	logger := klog.FromContext(ctx)
+	var errs []error
+	for _, p := range plan.Patch {
+		patch, imageChanged, err := podPatch(tpl, c.cfg.Images.Agent, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if _, err := c.kube.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("patch pod %s: %w", p.Name, err))
+			continue
+		}
+		logger.V(2).Info("Patched pod in place", "pod", klog.KObj(p), "agentImageChanged", imageChanged)
+		if imageChanged {
+			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.AgentUpdated,
+				"Moved the agent of pod %s to %s without restarting the server", p.Name, c.cfg.Images.Agent)
+		}
+	}
+	if p := plan.Restart; p != nil {
+		// The UID precondition makes sure we delete the pod we judged, not its successor.
+		uid := p.UID
+		err := c.kube.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete pod %s for restart: %w", p.Name, err))
+		} else {
+			logger.Info("Restarting member onto the new pod template", "pod", klog.KObj(p))
+			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.MemberRestarted,
+				"Restarting member %s onto the new pod template", p.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// podPatch is the strategic merge patch that gives p the template's labels and annotations and
+// the agent image. Only a container image may change on a running pod, and changing it makes
+// the kubelet restart that container alone.
+func podPatch(tpl *corev1.PodTemplateSpec, agentImage string, p *corev1.Pod) ([]byte, bool, error) {
+	imageChanged := false
+	for _, ctr := range p.Spec.Containers {
+		if ctr.Name == resources.ContainerAgent && ctr.Image != agentImage {
+			imageChanged = true
+		}
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{"labels": tpl.Labels, "annotations": tpl.Annotations},
+	}
+	if imageChanged {
+		patch["spec"] = map[string]any{"containers": []map[string]any{{"name": resources.ContainerAgent, "image": agentImage}}}
+	}
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return nil, false, fmt.Errorf("encode patch for pod %s: %w", p.Name, err)
+	}
+	return b, imageChanged, nil
+}
+
+// stampOperatorVersion sets the operator-version label on the cluster object itself. It
+// patches metadata only, so the user's spec is never rewritten with defaults.
+func (c *Controller) stampOperatorVersion(ctx context.Context, cached *v1alpha1.MySQLCluster) (*v1alpha1.MySQLCluster, error) {
+	want := version.LabelValue(c.cfg.OperatorVersion)
+	if cached.Labels[resources.LabelOperatorVersion] == want {
+		return cached, nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{resources.LabelOperatorVersion: want}}})
+	if err != nil {
+		return nil, fmt.Errorf("encode label patch: %w", err)
+	}
+	updated, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cached.Namespace).Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("label cluster with operator version: %w", err)
+	}
+	return updated, nil
+}
+
+// writeStatus writes st through the status subresource unless nothing changed.
+func (c *Controller) writeStatus(ctx context.Context, cluster *v1alpha1.MySQLCluster, st v1alpha1.MySQLClusterStatus) error {
+	if apiequality.Semantic.DeepEqual(cluster.Status, st) {
+		return nil
+	}
+	u := cluster.DeepCopy()
+	u.Status = st
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(u.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("update status of cluster %s: %w", cluster.Name, err)
+	}
+	return nil
+}
+
+// eventTransitions emits events for condition changes, once per change rather than per sync.
+func (c *Controller) eventTransitions(cluster *v1alpha1.MySQLCluster, st v1alpha1.MySQLClusterStatus) {
+	old := cluster.Status
+	if conditionChanged(old.Conditions, st.Conditions, v1alpha1.ConditionAccepted) {
+		if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAccepted); cond.Status == metav1.ConditionFalse {
+			c.recorder.Event(cluster, corev1.EventTypeWarning, cond.Reason, cond.Message)
+		}
+	}
+	if conditionChanged(old.Conditions, st.Conditions, v1alpha1.ConditionSynced) {
+		if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); cond.Status == metav1.ConditionFalse {
+			c.recorder.Event(cluster, corev1.EventTypeWarning, cond.Reason, cond.Message)
+		}
+	}
+	if old.CurrentVersion != "" && st.CurrentVersion != old.CurrentVersion {
+		c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.VersionUpgraded,
+			"Every member runs version %s (was %s)", st.CurrentVersion, old.CurrentVersion)
+	}
+}
+
+// conditionChanged reports whether condition t differs in status, reason or message.
+func conditionChanged(old, cur []metav1.Condition, t string) bool {
+	a, b := meta.FindStatusCondition(old, t), meta.FindStatusCondition(cur, t)
+	if a == nil || b == nil {
+		return a != b
+	}
+	return a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message
+}
