@@ -1,0 +1,220 @@
+// Package operator wires one operator process: clients, the shared informer factories, every
+// controller, leader election, and the health and metrics endpoints. cmd/mysql-operator calls
+// Run; the integration suite calls it too, so tests exercise the same wiring as production.
+package operator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	mysqlscheme "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/scheme"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/metrics"
+	"github.com/mysqlop/mysql-operator/pkg/options"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/version"
+)
+
+func init() {
+	// Events about MySQLClusters need the kinds in the scheme the recorder uses.
+	utilruntime.Must(mysqlscheme.AddToScheme(scheme.Scheme))
+}
+
+// Run runs the operator until ctx is done. With leader election it campaigns first and returns
+// an error when it loses the lease, so the process exits and a fresh one campaigns again.
+func Run(ctx context.Context, o *options.Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		return err
+	}
+	return RunWithConfig(ctx, o, cfg)
+}
+
+// RunWithConfig is Run with a ready client configuration.
+func RunWithConfig(ctx context.Context, o *options.Options, cfg *rest.Config) error {
+	logger := klog.FromContext(ctx)
+	logger.Info("Starting mysql-operator", "version", version.Version, "commit", version.GitCommit, "namespaces", o.Namespaces)
+
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("build kubernetes client: %w", err)
+	}
+	mysql, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("build mysqlop client: %w", err)
+	}
+
+	var ready atomic.Bool
+	if err := serve(ctx, o.HealthAddr, healthMux(&ready)); err != nil {
+		return err
+	}
+	if err := serve(ctx, o.MetricsAddr, metricsMux()); err != nil {
+		return err
+	}
+
+	if !o.LeaderElect {
+		return runControllers(ctx, o, kube, mysql, &ready)
+	}
+	identity := o.LeaderElectIdentity
+	if identity == "" {
+		identity, err = defaultIdentity()
+		if err != nil {
+			return err
+		}
+	}
+	// A standby is healthy and ready: it only waits for the lease.
+	ready.Store(true)
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: o.LeaderElectNamespace, Name: o.LeaderElectID},
+			Client:     kube.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+		},
+		LeaseDuration:   o.LeaseDuration,
+		RenewDeadline:   o.RenewDeadline,
+		RetryPeriod:     o.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            o.LeaderElectID,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Became the leader", "identity", identity)
+				ready.Store(false)
+				close(started)
+				done <- runControllers(ctx, o, kube, mysql, &ready)
+			},
+			OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", identity) },
+			OnNewLeader: func(id string) {
+				if id != identity {
+					logger.Info("Another instance leads", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("set up leader election: %w", err)
+	}
+	le.Run(ctx)
+	var runErr error
+	select {
+	case <-started:
+		// Leadership ends by cancelling the controllers' context: wait for them to stop.
+		runErr = <-done
+	default:
+	}
+	if ctx.Err() == nil {
+		return errors.Join(errors.New("lost the leader election lease"), runErr)
+	}
+	return runErr
+}
+
+// runControllers builds the informer factories and every controller, starts the factories
+// once all controllers registered their informers, and runs the controllers until ctx is done.
+func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Interface, mysql versioned.Interface, ready *atomic.Bool) error {
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(4)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mysql-operator"})
+
+	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, resources.LabelManagedBy+"="+resources.ManagedBy)
+	clusters, err := cluster.New(kube, mysql, set, recorder, cluster.Config{
+		Images:          cluster.Images{MySQL: o.MySQLImage, MariaDB: o.MariaDBImage, Agent: o.AgentImage},
+		OperatorVersion: version.Version,
+	})
+	if err != nil {
+		return fmt.Errorf("set up cluster controller: %w", err)
+	}
+
+	set.Start(ctx.Done())
+	defer set.Shutdown()
+	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
+		return err
+	}
+	ready.Store(true)
+
+	errc := make(chan error, 1)
+	go func() { errc <- clusters.Run(ctx, o.ClusterWorkers) }()
+	return <-errc
+}
+
+func healthMux(ready *atomic.Bool) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "informer caches are not synced yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}
+
+func metricsMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler())
+	return mux
+}
+
+// serve listens on addr ("0" or empty: disabled) and serves h until ctx is done.
+func serve(ctx context.Context, addr string, h http.Handler) error {
+	if addr == "" || addr == "0" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "HTTP server stopped", "addr", addr)
+		}
+	}()
+	return nil
+}
+
+func defaultIdentity() (string, error) {
+	host, err := os.Hostname()
+	if err != nil {
+		return "", fmt.Errorf("leader election identity: %w", err)
+	}
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("leader election identity: %w", err)
+	}
+	return host + "_" + hex.EncodeToString(b), nil
+}

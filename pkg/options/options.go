@@ -1,0 +1,162 @@
+// Package options holds the mysql-operator's command-line options, their defaults and checks.
+package options
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mysqlop/mysql-operator/pkg/version"
+)
+
+// Options configure one operator process.
+type Options struct {
+	// Kubeconfig is a kubeconfig path; empty means in-cluster (or the default loading rules).
+	Kubeconfig string
+	// Master overrides the API server address of the kubeconfig.
+	Master string
+	// Namespaces to watch; empty means all.
+	Namespaces []string
+	// KubeAPIQPS and KubeAPIBurst limit the client's request rate.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
+	// ClusterWorkers is the number of MySQLCluster reconciles that run at once.
+	ClusterWorkers int
+	// ResyncPeriod is how often every object is re-queued even without changes.
+	ResyncPeriod time.Duration
+
+	// MySQLImage and MariaDBImage are the default server image repositories (no tag).
+	MySQLImage   string
+	MariaDBImage string
+	// AgentImage is the agent image, tagged with the operator version by default.
+	AgentImage string
+
+	// LeaderElect turns on leader election through a Lease.
+	LeaderElect bool
+	// LeaderElectNamespace and LeaderElectID name the Lease.
+	LeaderElectNamespace string
+	LeaderElectID        string
+	// LeaderElectIdentity is this process's holder identity; default hostname plus a suffix.
+	LeaderElectIdentity string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+
+	// MetricsAddr serves /metrics; HealthAddr serves /healthz and /readyz. "0" disables.
+	MetricsAddr string
+	HealthAddr  string
+
+	// ShowVersion prints the version and exits.
+	ShowVersion bool
+}
+
+// DefaultAgentImageRepository is the agent image repository; the tag is the operator version.
+const DefaultAgentImageRepository = "docker.io/mysqlop/mysql-agent"
+
+// New returns Options with their defaults.
+func New() *Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = "default"
+	}
+	return &Options{
+		KubeAPIQPS:           20,
+		KubeAPIBurst:         40,
+		ClusterWorkers:       4,
+		ResyncPeriod:         10 * time.Minute,
+		MySQLImage:           "docker.io/library/mysql",
+		MariaDBImage:         "docker.io/library/mariadb",
+		AgentImage:           DefaultAgentImageRepository + ":" + version.Version,
+		LeaderElect:          true,
+		LeaderElectNamespace: ns,
+		LeaderElectID:        "mysql-operator",
+		LeaseDuration:        15 * time.Second,
+		RenewDeadline:        10 * time.Second,
+		RetryPeriod:          2 * time.Second,
+		MetricsAddr:          ":8080",
+		HealthAddr:           ":8081",
+	}
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty: in-cluster configuration.")
+	fs.StringVar(&o.Master, "master", o.Master, "Address of the Kubernetes API server; overrides the kubeconfig.")
+	fs.StringArrayVar(&o.Namespaces, "namespace", o.Namespaces, "Namespace to watch; repeat for several. Empty: all namespaces.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second to the API server.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server.")
+	fs.IntVar(&o.ClusterWorkers, "cluster-workers", o.ClusterWorkers, "MySQLClusters reconciled at once.")
+	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "How often every object is reconciled even without changes.")
+	fs.StringVar(&o.MySQLImage, "mysql-image", o.MySQLImage, "Default image repository (no tag) for flavor mysql.")
+	fs.StringVar(&o.MariaDBImage, "mariadb-image", o.MariaDBImage, "Default image repository (no tag) for flavor mariadb.")
+	fs.StringVar(&o.AgentImage, "agent-image", o.AgentImage, "Agent image run beside every server.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader through a Lease so that only one instance reconciles.")
+	fs.StringVar(&o.LeaderElectNamespace, "leader-elect-namespace", o.LeaderElectNamespace, "Namespace of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectID, "leader-elect-id", o.LeaderElectID, "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectIdentity, "leader-elect-identity", o.LeaderElectIdentity, "Holder identity of this instance. Empty: hostname and a random suffix.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a lease is valid without renewal.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "Interval between leader election attempts.")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Address of the /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print the version and exit.")
+}
+
+// Validate reports every option that cannot work.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.KubeAPIQPS <= 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive, got %v", o.KubeAPIQPS))
+	}
+	if o.KubeAPIBurst < 1 {
+		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
+	}
+	if o.ClusterWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--cluster-workers must be at least 1, got %d", o.ClusterWorkers))
+	}
+	if o.ResyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("--resync-period must not be negative, got %v", o.ResyncPeriod))
+	}
+	for name, v := range map[string]string{"--mysql-image": o.MySQLImage, "--mariadb-image": o.MariaDBImage, "--agent-image": o.AgentImage} {
+		if v == "" {
+			errs = append(errs, fmt.Errorf("%s must not be empty", name))
+		}
+	}
+	if o.LeaderElect {
+		if o.LeaderElectNamespace == "" || o.LeaderElectID == "" {
+			errs = append(errs, errors.New("--leader-elect-namespace and --leader-elect-id must be set with --leader-elect"))
+		}
+		if o.RenewDeadline >= o.LeaseDuration || o.RetryPeriod >= o.RenewDeadline {
+			errs = append(errs, errors.New("leader election needs retry-period < renew-deadline < lease-duration"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RESTConfig builds the client configuration from --kubeconfig and --master, or in-cluster.
+func (o *Options) RESTConfig() (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if o.Kubeconfig == "" && o.Master == "" {
+		cfg, err = rest.InClusterConfig()
+		if errors.Is(err, rest.ErrNotInCluster) {
+			cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+				clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).ClientConfig()
+		}
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags(o.Master, o.Kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("build client configuration: %w", err)
+	}
+	cfg.QPS = o.KubeAPIQPS
+	cfg.Burst = o.KubeAPIBurst
+	cfg.UserAgent = "mysql-operator/" + version.Version
+	return cfg, nil
+}

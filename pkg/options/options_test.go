@@ -1,0 +1,44 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestDefaultsAreValid(t *testing.T) {
+	if err := New().Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	o := New()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	err := fs.Parse([]string{"--namespace=a", "--namespace=b", "--kube-api-qps=50", "--cluster-workers=8",
+		"--leader-elect=false", "--resync-period=1m", "--agent-image=x:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Namespaces) != 2 || o.KubeAPIQPS != 50 || o.ClusterWorkers != 8 || o.LeaderElect || o.ResyncPeriod != time.Minute || o.AgentImage != "x:1" {
+		t.Errorf("parsed %+v", o)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for name, mutate := range map[string]func(*Options){
+		"--kube-api-qps":    func(o *Options) { o.KubeAPIQPS = 0 },
+		"--cluster-workers": func(o *Options) { o.ClusterWorkers = 0 },
+		"--agent-image":     func(o *Options) { o.AgentImage = "" },
+		"renew-deadline":    func(o *Options) { o.RenewDeadline = o.LeaseDuration },
+	} {
+		o := New()
+		mutate(o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: error %v", name, err)
+		}
+	}
+}
