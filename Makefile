@@ -31,9 +31,25 @@ verify: ## Fail on stale generated code or CRDs, unformatted code, go vet findin
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
+.PHONY: tools
+tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, helm and versitygw from source (only what is missing or stale).
+	hack/build-tools.sh
+
 .PHONY: test
-test: ## Run the whole test suite (the README's test command).
-	$(GO) test -race -count=1 ./...
+test: tools ## Run the whole test suite (the README's test command): unit and integration tests.
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+.PHONY: test-unit
+test-unit: ## Run the unit tests only (no control plane).
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
+
+.PHONY: test-integration
+test-integration: tools ## Run the integration suite against a real control plane.
+	$(GO) test -race -count=1 -timeout 30m -v ./test/integration/
+
+.PHONY: bench
+bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings; prints a table.
+	$(GO) run ./test/bench/reconcile -clusters $(or $(CLUSTERS),10,100,500) -qps $(or $(QPS),20,100)
 
 .PHONY: run
 run: build ## Run the operator against KUBECONFIG (install contrib/manifests/crds first).

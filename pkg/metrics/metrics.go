@@ -2,12 +2,14 @@
 package metrics
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -30,9 +32,22 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		reconcileTotal, reconcileDuration,
+		reconcileTotal, reconcileDuration, apiRequests,
 	)
 	workqueue.SetProvider(queueMetrics{})
+	clientmetrics.Register(clientmetrics.RegisterOpts{RequestResult: requestResult{}})
+}
+
+// apiRequests counts the operator's requests to the API server, by verb and status code.
+var apiRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Namespace: "mysqlop", Name: "api_requests_total",
+	Help: "Requests to the Kubernetes API server by method and HTTP status code.",
+}, []string{"method", "code"})
+
+type requestResult struct{}
+
+func (requestResult) Increment(_ context.Context, code, method, _ string) {
+	apiRequests.WithLabelValues(method, code).Inc()
 }
 
 // ObserveReconcile records one reconcile of controller that took d and ended with err.

@@ -146,7 +146,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, resources.LabelManagedBy+"="+resources.ManagedBy)
 	clusters, err := cluster.New(kube, mysql, set, recorder, cluster.Config{
 		Images:          cluster.Images{MySQL: o.MySQLImage, MariaDB: o.MariaDBImage, Agent: o.AgentImage},
-		OperatorVersion: version.Version,
+		OperatorVersion: o.OperatorVersion,
 	})
 	if err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)

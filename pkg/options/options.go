@@ -54,6 +54,10 @@ type Options struct {
 
 	// ShowVersion prints the version and exits.
 	ShowVersion bool
+
+	// OperatorVersion is the build version stamped on clusters and their children. It is the
+	// linker-stamped version.Version and has no flag; tests set it to act as another build.
+	OperatorVersion string
 }
 
 // DefaultAgentImageRepository is the agent image repository; the tag is the operator version.
@@ -81,6 +85,7 @@ func New() *Options {
 		RetryPeriod:          2 * time.Second,
 		MetricsAddr:          ":8080",
 		HealthAddr:           ":8081",
+		OperatorVersion:      version.Version,
 	}
 }
 

@@ -1,0 +1,328 @@
+// Command reconcile measures how the Cluster controller scales. For each client QPS setting and
+// each cluster count it starts a fresh control plane (with kwok nodes), runs the real
+// mysql-operator binary against it, creates N MySQLClusters of 3 members at once and reports:
+//
+//   - the time until every cluster has all seven children and a written status,
+//   - the time until every cluster is Healthy (its kwok pods ready),
+//   - the operator's API requests per cluster (its own mysqlop_api_requests_total),
+//   - the operator's peak RSS (VmHWM).
+//
+// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 20,100   (or make bench)
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	"github.com/mysqlop/mysql-operator/test/framework"
+)
+
+type result struct {
+	qps                int
+	clusters           int
+	children, ready    time.Duration
+	requestsPerCluster float64
+	peakRSSMiB         float64
+	err                error
+}
+
+func main() {
+	clusters := flag.String("clusters", "10,100,500", "comma-separated cluster counts")
+	qpsList := flag.String("qps", "20,100", "comma-separated --kube-api-qps settings (burst is twice the QPS)")
+	nodes := flag.Int("nodes", 10, "kwok nodes")
+	timeout := flag.Duration("timeout", 20*time.Minute, "limit for one run")
+	flag.Parse()
+
+	bin, err := buildOperator()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(filepath.Dir(bin))
+
+	var results []result
+	for _, q := range ints(*qpsList) {
+		for _, n := range ints(*clusters) {
+			fmt.Fprintf(os.Stderr, "run: qps=%d clusters=%d\n", q, n)
+			r := runOnce(bin, q, n, *nodes, *timeout)
+			if r.err != nil {
+				fmt.Fprintf(os.Stderr, "  failed: %v\n", r.err)
+			}
+			results = append(results, r)
+		}
+	}
+	fmt.Printf("\n| QPS/burst | clusters | all children + status | all Ready | API requests / cluster | operator peak RSS |\n")
+	fmt.Printf("|---|---|---|---|---|---|\n")
+	for _, r := range results {
+		if r.err != nil {
+			fmt.Printf("| %d/%d | %d | failed: %v | | | |\n", r.qps, 2*r.qps, r.clusters, r.err)
+			continue
+		}
+		fmt.Printf("| %d/%d | %d | %.1f s | %.1f s | %.1f | %.0f MiB |\n", r.qps, 2*r.qps, r.clusters,
+			r.children.Seconds(), r.ready.Seconds(), r.requestsPerCluster, r.peakRSSMiB)
+	}
+}
+
+func runOnce(bin string, qps, n, nodes int, timeout time.Duration) (r result) {
+	r = result{qps: qps, clusters: n}
+	cp, err := framework.Start(framework.Options{KwokNodes: nodes})
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer cp.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const ns = "bench"
+	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		r.err = err
+		return r
+	}
+	mysql, err := versioned.NewForConfig(cp.Config)
+	if err != nil {
+		r.err = err
+		return r
+	}
+
+	port, err := freePort()
+	if err != nil {
+		r.err = err
+		return r
+	}
+	logf, err := os.Create(filepath.Join(cp.Dir, "operator.log"))
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, "--kubeconfig", cp.Kubeconfig, "--namespace", ns, "--leader-elect=false",
+		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps),
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), "--health-addr", "0")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := framework.Spawn(cmd); err != nil {
+		r.err = err
+		return r
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	if _, err := scrape(ctx, metricsURL, true); err != nil {
+		r.err = err
+		return r
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, cluster(ns, fmt.Sprintf("c%04d", i)), metav1.CreateOptions{}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		r.err = fmt.Errorf("create clusters: %w", err)
+		return r
+	}
+
+	for r.ready == 0 {
+		if ctx.Err() != nil {
+			r.err = fmt.Errorf("timed out after %v (children done: %v)", timeout, r.children)
+			return r
+		}
+		time.Sleep(500 * time.Millisecond)
+		done, ready, err := progress(ctx, cp, mysql, ns)
+		if err != nil {
+			continue
+		}
+		if r.children == 0 && done == n {
+			r.children = time.Since(start)
+		}
+		if ready == n {
+			r.ready = time.Since(start)
+		}
+	}
+	total, err := scrape(ctx, metricsURL, false)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.requestsPerCluster = total / float64(n)
+	r.peakRSSMiB, r.err = peakRSS(cmd.Process.Pid)
+	return r
+}
+
+func cluster(ns, name string) *v1alpha1.MySQLCluster {
+	return &v1alpha1.MySQLCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.MySQLClusterSpec{Flavor: v1alpha1.FlavorMariaDB, Members: 3, Version: "10.11.6",
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			}},
+	}
+}
+
+// progress counts clusters with all seven children and a written status, and Healthy clusters.
+func progress(ctx context.Context, cp *framework.ControlPlane, mysql versioned.Interface, ns string) (done, ready int, err error) {
+	names := map[string]bool{}
+	add := func(kind, name string) { names[kind+"/"+name] = true }
+	secrets, err := cp.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, o := range secrets.Items {
+		add("secret", o.Name)
+	}
+	cms, err := cp.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, o := range cms.Items {
+		add("configmap", o.Name)
+	}
+	svcs, err := cp.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, o := range svcs.Items {
+		add("service", o.Name)
+	}
+	pdbs, err := cp.Kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, o := range pdbs.Items {
+		add("pdb", o.Name)
+	}
+	sets, err := cp.Kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, o := range sets.Items {
+		add("statefulset", o.Name)
+	}
+	clusters, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, c := range clusters.Items {
+		n := c.Name
+		if c.Status.ObservedGeneration >= 1 && names["secret/"+n+"-credentials"] && names["configmap/"+n+"-config"] &&
+			names["service/"+n+"-headless"] && names["service/"+n+"-primary"] && names["service/"+n+"-replicas"] &&
+			names["pdb/"+n] && names["statefulset/"+n] {
+			done++
+		}
+		if c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == 3 {
+			ready++
+		}
+	}
+	return done, ready, nil
+}
+
+// scrape returns the sum of mysqlop_api_requests_total; with wait it retries until the
+// endpoint answers.
+func scrape(ctx context.Context, url string, wait bool) (float64, error) {
+	for {
+		total, err := scrapeOnce(ctx, url)
+		if err == nil || !wait || ctx.Err() != nil {
+			return total, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func scrapeOnce(ctx context.Context, url string) (float64, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var total float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "mysqlop_api_requests_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err == nil {
+			total += v
+		}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return total, sc.Err()
+}
+
+func peakRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
+}
+
+func buildOperator() (string, error) {
+	dir, err := os.MkdirTemp("", "mysqlop-bench-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "mysql-operator")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/mysql-operator")
+	cmd.Dir = framework.RepoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build operator: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
