@@ -25,15 +25,26 @@ func (e *conflictError) Error() string {
 	return fmt.Sprintf("%s %s exists and is not controlled by the MySQLCluster", e.kind, e.name)
 }
 
-// childOps are the side effects and the merge rule for one kind of child.
+// typedClient is the part of a client-go typed client (ServiceInterface, ...) that ensure uses.
+type typedClient[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+}
+
+// cachedGetter is the part of a generated namespace lister that ensure uses.
+type cachedGetter[T any] interface {
+	Get(name string) (T, error)
+}
+
+// childOps are the reads, writes and merge rule for one kind of child.
 type childOps[T metav1.Object] struct {
 	kind string
-	get  func(namespace, name string) (T, error)
-	// live reads from the API server. The caches hold only objects labelled as ours, so a
-	// same-named object someone else made is found only this way, after a create conflicts.
-	live   func(ctx context.Context, namespace, name string) (T, error)
-	create func(ctx context.Context, obj T) (T, error)
-	update func(ctx context.Context, obj T) (T, error)
+	// cache reads the informer cache; client reads and writes the API server. The caches hold
+	// only objects labelled as ours, so a same-named object someone else made is found only
+	// through the client, after a create conflicts.
+	cache  func(namespace string) cachedGetter[T]
+	client func(namespace string) typedClient[T]
 	// merge returns existing brought to desired and whether anything changed. existing comes
 	// from the informer cache: merge must copy it before changing anything.
 	merge func(existing, desired T) (T, bool)
@@ -45,11 +56,12 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 	var zero T
 	logger := klog.FromContext(ctx)
 	name := desired.GetName()
-	existing, err := ops.get(desired.GetNamespace(), name)
+	client := ops.client(desired.GetNamespace())
+	existing, err := ops.cache(desired.GetNamespace()).Get(name)
 	if apierrors.IsNotFound(err) {
-		created, err := ops.create(ctx, desired)
+		created, err := client.Create(ctx, desired, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			other, getErr := ops.live(ctx, desired.GetNamespace(), name)
+			other, getErr := client.Get(ctx, name, metav1.GetOptions{})
 			if getErr == nil && !metav1.IsControlledBy(other, cluster) {
 				return zero, &conflictError{kind: ops.kind, name: name}
 			}
@@ -72,7 +84,7 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 	if !changed {
 		return existing, nil
 	}
-	updated, err := ops.update(ctx, merged)
+	updated, err := client.Update(ctx, merged, metav1.UpdateOptions{})
 	if err != nil {
 		return zero, fmt.Errorf("update %s %s: %w", ops.kind, name, err)
 	}
@@ -94,12 +106,18 @@ func setSpecHash(obj metav1.Object, spec any) {
 
 // metaDrifted reports whether existing lacks desired's labels or spec hash.
 func metaDrifted(existing, desired metav1.Object) bool {
+	return labelsDrifted(existing, desired) ||
+		existing.GetAnnotations()[resources.AnnotationSpecHash] != desired.GetAnnotations()[resources.AnnotationSpecHash]
+}
+
+// labelsDrifted reports whether existing lacks one of desired's labels.
+func labelsDrifted(existing, desired metav1.Object) bool {
 	for k, v := range desired.GetLabels() {
 		if existing.GetLabels()[k] != v {
 			return true
 		}
 	}
-	return existing.GetAnnotations()[resources.AnnotationSpecHash] != desired.GetAnnotations()[resources.AnnotationSpecHash]
+	return false
 }
 
 // applyMeta copies desired's labels and spec hash onto out (a copy of the existing object),
@@ -125,17 +143,9 @@ func applyMeta(out, desired metav1.Object) {
 
 func (c *Controller) serviceOps() childOps[*corev1.Service] {
 	return childOps[*corev1.Service]{
-		kind: "Service",
-		live: func(ctx context.Context, ns, name string) (*corev1.Service, error) {
-			return c.kube.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		get: func(ns, name string) (*corev1.Service, error) { return c.services.Services(ns).Get(name) },
-		create: func(ctx context.Context, o *corev1.Service) (*corev1.Service, error) {
-			return c.kube.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		},
-		update: func(ctx context.Context, o *corev1.Service) (*corev1.Service, error) {
-			return c.kube.CoreV1().Services(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
-		},
+		kind:   "Service",
+		cache:  func(ns string) cachedGetter[*corev1.Service] { return c.services.Services(ns) },
+		client: func(ns string) typedClient[*corev1.Service] { return c.kube.CoreV1().Services(ns) },
 		merge: func(existing, desired *corev1.Service) (*corev1.Service, bool) {
 			if !metaDrifted(existing, desired) {
 				return existing, false
@@ -154,17 +164,9 @@ func (c *Controller) serviceOps() childOps[*corev1.Service] {
 
 func (c *Controller) configMapOps() childOps[*corev1.ConfigMap] {
 	return childOps[*corev1.ConfigMap]{
-		kind: "ConfigMap",
-		live: func(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
-			return c.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		get: func(ns, name string) (*corev1.ConfigMap, error) { return c.configMaps.ConfigMaps(ns).Get(name) },
-		create: func(ctx context.Context, o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-			return c.kube.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		},
-		update: func(ctx context.Context, o *corev1.ConfigMap) (*corev1.ConfigMap, error) {
-			return c.kube.CoreV1().ConfigMaps(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
-		},
+		kind:   "ConfigMap",
+		cache:  func(ns string) cachedGetter[*corev1.ConfigMap] { return c.configMaps.ConfigMaps(ns) },
+		client: func(ns string) typedClient[*corev1.ConfigMap] { return c.kube.CoreV1().ConfigMaps(ns) },
 		merge: func(existing, desired *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
 			if !metaDrifted(existing, desired) {
 				return existing, false
@@ -179,27 +181,13 @@ func (c *Controller) configMapOps() childOps[*corev1.ConfigMap] {
 
 func (c *Controller) secretOps(cluster *v1alpha1.MySQLCluster) childOps[*corev1.Secret] {
 	return childOps[*corev1.Secret]{
-		kind: "Secret",
-		live: func(ctx context.Context, ns, name string) (*corev1.Secret, error) {
-			return c.kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		get: func(ns, name string) (*corev1.Secret, error) { return c.secrets.Secrets(ns).Get(name) },
-		create: func(ctx context.Context, o *corev1.Secret) (*corev1.Secret, error) {
-			return c.kube.CoreV1().Secrets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		},
-		update: func(ctx context.Context, o *corev1.Secret) (*corev1.Secret, error) {
-			return c.kube.CoreV1().Secrets(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
-		},
+		kind:   "Secret",
+		cache:  func(ns string) cachedGetter[*corev1.Secret] { return c.secrets.Secrets(ns) },
+		client: func(ns string) typedClient[*corev1.Secret] { return c.kube.CoreV1().Secrets(ns) },
 		// Secret data is never hashed into an annotation; existing values are never replaced.
 		merge: func(existing, desired *corev1.Secret) (*corev1.Secret, bool) {
 			missing := secret.Missing(cluster, existing.Data)
-			labelsDrifted := false
-			for k, v := range desired.Labels {
-				if existing.Labels[k] != v {
-					labelsDrifted = true
-				}
-			}
-			if len(missing) == 0 && !labelsDrifted {
+			if len(missing) == 0 && !labelsDrifted(existing, desired) {
 				return existing, false
 			}
 			out := existing.DeepCopy()
@@ -217,18 +205,10 @@ func (c *Controller) secretOps(cluster *v1alpha1.MySQLCluster) childOps[*corev1.
 
 func (c *Controller) pdbOps() childOps[*policyv1.PodDisruptionBudget] {
 	return childOps[*policyv1.PodDisruptionBudget]{
-		kind: "PodDisruptionBudget",
-		live: func(ctx context.Context, ns, name string) (*policyv1.PodDisruptionBudget, error) {
-			return c.kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		get: func(ns, name string) (*policyv1.PodDisruptionBudget, error) {
-			return c.pdbs.PodDisruptionBudgets(ns).Get(name)
-		},
-		create: func(ctx context.Context, o *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, error) {
-			return c.kube.PolicyV1().PodDisruptionBudgets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		},
-		update: func(ctx context.Context, o *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, error) {
-			return c.kube.PolicyV1().PodDisruptionBudgets(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
+		kind:  "PodDisruptionBudget",
+		cache: func(ns string) cachedGetter[*policyv1.PodDisruptionBudget] { return c.pdbs.PodDisruptionBudgets(ns) },
+		client: func(ns string) typedClient[*policyv1.PodDisruptionBudget] {
+			return c.kube.PolicyV1().PodDisruptionBudgets(ns)
 		},
 		merge: func(existing, desired *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, bool) {
 			if !metaDrifted(existing, desired) {
@@ -244,19 +224,9 @@ func (c *Controller) pdbOps() childOps[*policyv1.PodDisruptionBudget] {
 
 func (c *Controller) statefulSetOps() childOps[*appsv1.StatefulSet] {
 	return childOps[*appsv1.StatefulSet]{
-		kind: "StatefulSet",
-		live: func(ctx context.Context, ns, name string) (*appsv1.StatefulSet, error) {
-			return c.kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		},
-		get: func(ns, name string) (*appsv1.StatefulSet, error) {
-			return c.statefulSets.StatefulSets(ns).Get(name)
-		},
-		create: func(ctx context.Context, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-			return c.kube.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
-		},
-		update: func(ctx context.Context, o *appsv1.StatefulSet) (*appsv1.StatefulSet, error) {
-			return c.kube.AppsV1().StatefulSets(o.Namespace).Update(ctx, o, metav1.UpdateOptions{})
-		},
+		kind:   "StatefulSet",
+		cache:  func(ns string) cachedGetter[*appsv1.StatefulSet] { return c.statefulSets.StatefulSets(ns) },
+		client: func(ns string) typedClient[*appsv1.StatefulSet] { return c.kube.AppsV1().StatefulSets(ns) },
 		merge: func(existing, desired *appsv1.StatefulSet) (*appsv1.StatefulSet, bool) {
 			if !metaDrifted(existing, desired) {
 				return existing, false

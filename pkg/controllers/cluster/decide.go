@@ -59,10 +59,10 @@ type podPlan struct {
 }
 
 // planPods decides which pods to patch in place and which single pod to restart. A restart
-// happens only when every member exists, none is terminating and all are ready, so at most
-// one member is down because of us; replicas go first (highest ordinal first) and the primary
-// last.
-func planPods(tpl *corev1.PodTemplateSpec, agentImage string, pods []*corev1.Pod, setName string, members int32) podPlan {
+// happens only when the StatefulSet controller has observed the template (templateObserved),
+// every member exists, none is terminating and all are ready, so at most one member is down
+// because of us; replicas go first (highest ordinal first) and the primary last.
+func planPods(tpl *corev1.PodTemplateSpec, agentImage string, pods []*corev1.Pod, setName string, members int32, templateObserved bool) podPlan {
 	var plan podPlan
 	want := tpl.Annotations[resources.AnnotationRestartHash]
 	allReady := true
@@ -85,7 +85,7 @@ func planPods(tpl *corev1.PodTemplateSpec, agentImage string, pods []*corev1.Pod
 		}
 	}
 	plan.Outdated = len(outdated)
-	if len(outdated) == 0 || !allReady || present < int(members) || len(plan.Patch) > 0 {
+	if len(outdated) == 0 || !templateObserved || !allReady || present < int(members) || len(plan.Patch) > 0 {
 		return plan
 	}
 	slices.SortFunc(outdated, func(a, b *corev1.Pod) int {

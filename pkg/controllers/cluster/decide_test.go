@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -78,6 +79,8 @@ func TestPlanPods(t *testing.T) {
 		wantPatch   []string
 		wantRestart string
 		outdated    int
+		// unobserved: the StatefulSet controller has not seen the template yet.
+		unobserved bool
 	}{
 		{
 			name:    "in sync",
@@ -130,6 +133,13 @@ func TestPlanPods(t *testing.T) {
 			outdated: 1,
 		},
 		{
+			name:       "wait until the StatefulSet controller observed the template",
+			pods:       []*corev1.Pod{pod(0, "old", "a1", "primary", true), pod(1, "old", "a1", "replica", true)},
+			members:    2,
+			outdated:   2,
+			unobserved: true,
+		},
+		{
 			name:      "patches settle before a restart",
 			pods:      []*corev1.Pod{pod(0, "old", "a1", "primary", true), pod(1, "new", "a0", "replica", true)},
 			members:   2,
@@ -143,7 +153,7 @@ func TestPlanPods(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := planPods(tpl("new"), "a1", tc.pods, "db", tc.members)
+			plan := planPods(tpl("new"), "a1", tc.pods, "db", tc.members, !tc.unobserved)
 			if fmt.Sprint(names(plan.Patch)) != fmt.Sprint(tc.wantPatch) {
 				t.Errorf("patch %v, want %v", names(plan.Patch), tc.wantPatch)
 			}
@@ -243,6 +253,30 @@ func TestComputeStatusKeepsTransitionTime(t *testing.T) {
 	for _, cond := range second.Conditions {
 		if !cond.LastTransitionTime.Equal(&old) {
 			t.Errorf("condition %s transition time moved without a transition", cond.Type)
+		}
+	}
+}
+
+func TestTemplateObserved(t *testing.T) {
+	sts := func(gen, observed int64, hash string) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Generation: gen, Annotations: map[string]string{resources.AnnotationSpecHash: hash}},
+			Status:     appsv1.StatefulSetStatus{ObservedGeneration: observed},
+		}
+	}
+	desired := sts(0, 0, "h2")
+	for _, tc := range []struct {
+		name    string
+		current *appsv1.StatefulSet
+		want    bool
+	}{
+		{"observed and current", sts(3, 3, "h2"), true},
+		{"update not observed yet", sts(4, 3, "h2"), false},
+		{"update failed: old spec", sts(3, 3, "h1"), false},
+		{"ensure failed", nil, false},
+	} {
+		if got := templateObserved(tc.current, desired); got != tc.want {
+			t.Errorf("%s: templateObserved = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -80,7 +80,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
-	plan := planPods(&desiredSTS.Spec.Template, c.cfg.Images.Agent, pods, resources.StatefulSetName(cluster), cluster.Spec.Members)
+	plan := planPods(&desiredSTS.Spec.Template, c.cfg.Images.Agent, pods, resources.StatefulSetName(cluster),
+		cluster.Spec.Members, templateObserved(children.current, desiredSTS))
 	if !children.statefulSetConflict {
 		syncErr = errors.Join(syncErr, c.applyPlan(ctx, cluster, &desiredSTS.Spec.Template, plan))
 	}
@@ -100,6 +101,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 type childrenResult struct {
 	// statefulSet is the desired StatefulSet, for planning pod work.
 	statefulSet *appsv1.StatefulSet
+	// current is the StatefulSet as the API server last returned it (nil if ensure failed).
+	current *appsv1.StatefulSet
 	// conflicts names the children left alone because someone else controls them.
 	conflicts []string
 	// statefulSetConflict is set when the StatefulSet is one of them: its pods are not ours.
@@ -159,11 +162,18 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		ConfigHash:      resources.Hash(cm.Data),
 	})
 	setSpecHash(sts, sts.Spec)
-	_, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
+	res.current, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
 	record(err)
 
 	res.statefulSet = sts
 	return res, errors.Join(errs...)
+}
+
+// templateObserved reports whether the StatefulSet controller has seen the desired template:
+// a pod deleted before then could be recreated from the old one and need a second restart.
+func templateObserved(current, desired *appsv1.StatefulSet) bool {
+	return current != nil && current.Status.ObservedGeneration >= current.Generation &&
+		current.Annotations[resources.AnnotationSpecHash] == desired.Annotations[resources.AnnotationSpecHash]
 }
 
 // serverImage is the server image of cluster: its repository override or the flavor default,
