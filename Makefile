@@ -11,6 +11,9 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.GitCommit=$(COMMIT) -X $(PKG)/pkg/version.BuildDate=$(DATE)
 KUBECONFIG ?= $(HOME)/.kube/config
+# Benchmark sizes: cluster counts and client QPS settings (comma-separated).
+CLUSTERS ?= 10,100,500
+QPS      ?= 20,100
 
 .PHONY: help
 help: ## Show this help.
@@ -36,20 +39,23 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 	hack/build-tools.sh
 
 .PHONY: test
-test: tools ## Run the whole test suite (the README's test command): unit and integration tests.
-	$(GO) test -race -count=1 -timeout 30m ./...
+test: test-unit test-integration ## Run the whole test suite (the README's test command): unit, then integration tests.
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: tools ## Run the integration suite against a real control plane.
-	$(GO) test -race -count=1 -timeout 30m -v ./test/integration/
+test-integration: tools ## Run the integration suite against a real control plane (verbose: the log names the components).
+	$(GO) test -race -count=1 -timeout 30m -v ./test/...
 
 .PHONY: bench
 bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings; prints a table.
-	$(GO) run ./test/bench/reconcile -clusters $(or $(CLUSTERS),10,100,500) -qps $(or $(QPS),20,100)
+	$(GO) run ./test/bench/reconcile -clusters '$(CLUSTERS)' -qps '$(QPS)'
+
+.PHONY: dev-cluster
+dev-cluster: tools build ## Main job: a local control plane with kwok nodes, the operator and an example cluster (foreground; Ctrl-C stops it).
+	$(GO) run ./test/devcluster
 
 .PHONY: run
 run: build ## Run the operator against KUBECONFIG (install contrib/manifests/crds first).
