@@ -4,8 +4,8 @@
 //
 // One control plane serves a whole test binary (start it from TestMain). Every process runs in a
 // temporary directory on free loopback ports, logs to a file there, and is stopped by pid in
-// Stop. Processes are also started with PR_SET_PDEATHSIG from a thread that never exits, so
-// the kernel kills them if the test binary dies (a panic or a timeout) before Stop runs.
+// Stop. Processes are also started through package proc, so the kernel kills them if the test
+// binary dies (a panic or a timeout) before Stop runs.
 package framework
 
 import (
@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/mysqlop/mysql-operator/test/proc"
 )
 
 // Options say what to start besides etcd, the apiserver, the controller manager and the scheduler.
@@ -245,7 +247,7 @@ func (cp *ControlPlane) run(name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(BinDir(), name), args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = cp.Dir
-	if err := spawn(cmd); err != nil {
+	if err := proc.Start(cmd); err != nil {
 		f.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}
@@ -255,36 +257,9 @@ func (cp *ControlPlane) run(name string, args ...string) error {
 	return nil
 }
 
-// spawnRequests go to one goroutine locked to its OS thread for the life of the process: the
-// kernel sends PR_SET_PDEATHSIG when the forking thread exits, so that thread must never exit
-// before the process does.
-var spawnRequests = make(chan spawnRequest)
-
-type spawnRequest struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func init() {
-	go func() {
-		runtime.LockOSThread()
-		for r := range spawnRequests {
-			r.done <- r.cmd.Start()
-		}
-	}()
-}
-
-// spawn starts cmd in its own process group, to be killed if the test binary dies.
-func spawn(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	done := make(chan error, 1)
-	spawnRequests <- spawnRequest{cmd: cmd, done: done}
-	return <-done
-}
-
 // Spawn starts cmd with the same guarantees as the control plane's own processes: it is killed
 // when the test binary dies. The caller waits for and stops it.
-func Spawn(cmd *exec.Cmd) error { return spawn(cmd) }
+func Spawn(cmd *exec.Cmd) error { return proc.Start(cmd) }
 
 func (cp *ControlPlane) writeCredentials() (string, error) {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
