@@ -1,0 +1,285 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// ConnConfig says how to reach one instance.
+type ConnConfig struct {
+	// Addr is host:port for TCP, or a socket path when Socket is set.
+	Addr   string
+	Socket bool
+	User   string
+	// Password is read from a mounted Secret file by the caller; it is never logged.
+	Password string
+	// Timeout bounds connecting, reading and writing.
+	Timeout time.Duration
+}
+
+// Open returns a connection pool to one instance. It does not connect yet.
+func Open(c ConnConfig) (*sql.DB, error) {
+	cfg := mysql.NewConfig()
+	cfg.User, cfg.Passwd = c.User, c.Password
+	cfg.Net, cfg.Addr = "tcp", c.Addr
+	if c.Socket {
+		cfg.Net = "unix"
+	}
+	t := c.Timeout
+	if t <= 0 {
+		t = 5 * time.Second
+	}
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = t, t, t
+	// Client-side interpolation, so statements the server cannot prepare still take arguments.
+	cfg.InterpolateParams = true
+	cfg.ParseTime = true
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mysql connector for %s: %w", c.Addr, err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(4)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db, nil
+}
+
+// Instance is one server and its flavor.
+type Instance struct {
+	DB     *sql.DB
+	Flavor Flavor
+}
+
+// Exec runs statements in order on one connection and stops at the first error. Errors name
+// the statement's text but never its arguments.
+func (in *Instance) Exec(ctx context.Context, stmts ...Statement) error {
+	conn, err := in.DB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close()
+	for _, s := range stmts {
+		if s.Query == "" {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, s.Query, s.Args...); err != nil {
+			return fmt.Errorf("%s: %w", firstWords(s.Query), err)
+		}
+	}
+	return nil
+}
+
+// ExecSQL runs argument-free statements in order.
+func (in *Instance) ExecSQL(ctx context.Context, queries ...string) error {
+	stmts := make([]Statement, len(queries))
+	for i, q := range queries {
+		stmts[i] = Statement{Query: q}
+	}
+	return in.Exec(ctx, stmts...)
+}
+
+func firstWords(q string) string {
+	f := strings.Fields(q)
+	if len(f) > 4 {
+		f = f[:4]
+	}
+	return strings.Join(f, " ")
+}
+
+// ReplicaStatus is the state of an instance's replication threads.
+type ReplicaStatus struct {
+	SourceHost   string
+	SourcePort   int
+	IORunning    bool
+	SQLRunning   bool
+	LastIOError  string
+	LastSQLError string
+	// Retrieved is what the IO thread received (MySQL Retrieved_Gtid_Set, MariaDB Gtid_IO_Pos).
+	Retrieved GTIDSet
+	// LagSeconds is Seconds_Behind_Source; nil while the SQL thread does not run.
+	LagSeconds *int64
+}
+
+// Status is what the clustering manager needs to know about one instance.
+type Status struct {
+	ServerID      uint32
+	Version       string
+	ReadOnly      bool
+	SuperReadOnly bool
+	Executed      GTIDSet
+	Purged        GTIDSet
+	// Replica is nil when the instance has no replication source configured.
+	Replica *ReplicaStatus
+	// SemiSyncSource and SemiSyncReplica are the enabled switches; SemiSyncSourceActive is
+	// whether the primary currently waits for acknowledgements.
+	SemiSyncSource       bool
+	SemiSyncReplica      bool
+	SemiSyncSourceActive bool
+}
+
+// Status reads the instance's state.
+func (in *Instance) Status(ctx context.Context) (*Status, error) {
+	f := in.Flavor
+	st := &Status{}
+	var executed string
+	if err := in.DB.QueryRowContext(ctx, "SELECT @@GLOBAL.server_id, @@GLOBAL.version").Scan(&st.ServerID, &st.Version); err != nil {
+		return nil, fmt.Errorf("read server id: %w", err)
+	}
+	if err := in.DB.QueryRowContext(ctx, f.ExecutedQuery()).Scan(&executed); err != nil {
+		return nil, fmt.Errorf("read executed GTIDs: %w", err)
+	}
+	var err error
+	if st.Executed, err = ParseGTIDSet(f, executed); err != nil {
+		return nil, err
+	}
+	st.Purged, _ = ParseGTIDSet(f, "")
+	if q := f.PurgedQuery(); q != "" {
+		var purged string
+		if err := in.DB.QueryRowContext(ctx, q).Scan(&purged); err != nil {
+			return nil, fmt.Errorf("read purged GTIDs: %w", err)
+		}
+		if st.Purged, err = ParseGTIDSet(f, purged); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.DB.QueryRowContext(ctx, f.ReadOnlyQuery()).Scan(&st.ReadOnly, &st.SuperReadOnly); err != nil {
+		return nil, fmt.Errorf("read read_only: %w", err)
+	}
+	vars, err := in.showVariables(ctx, "SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%enabled'")
+	if err != nil {
+		return nil, err
+	}
+	st.SemiSyncSource = vars["rpl_semi_sync_source_enabled"] == "ON" || vars["rpl_semi_sync_master_enabled"] == "ON"
+	st.SemiSyncReplica = vars["rpl_semi_sync_replica_enabled"] == "ON" || vars["rpl_semi_sync_slave_enabled"] == "ON"
+	status, err := in.showVariables(ctx, f.SemiSyncStatusQuery())
+	if err != nil {
+		return nil, err
+	}
+	st.SemiSyncSourceActive = status["Rpl_semi_sync_source_status"] == "ON" || status["Rpl_semi_sync_master_status"] == "ON"
+	if st.Replica, err = in.replicaStatus(ctx); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (in *Instance) showVariables(ctx context.Context, q string) (map[string]string, error) {
+	rows, err := in.DB.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", firstWords(q), err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, fmt.Errorf("%s: %w", firstWords(q), err)
+		}
+		out[k] = v
+	}
+	return out, rows.Err()
+}
+
+// replicaStatus reads SHOW REPLICA/SLAVE STATUS by column name, since the columns differ
+// between flavors and versions.
+func (in *Instance) replicaStatus(ctx context.Context) (*ReplicaStatus, error) {
+	rows, err := in.DB.QueryContext(ctx, in.Flavor.ReplicaStatus())
+	if err != nil {
+		return nil, fmt.Errorf("read replica status: %w", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("read replica status: %w", err)
+	}
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	raw := make([]sql.NullString, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range raw {
+		ptrs[i] = &raw[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, fmt.Errorf("read replica status: %w", err)
+	}
+	m := map[string]string{}
+	for i, c := range cols {
+		m[c] = raw[i].String
+	}
+	get := func(names ...string) string {
+		for _, n := range names {
+			if v, ok := m[n]; ok {
+				return v
+			}
+		}
+		return ""
+	}
+	rs := &ReplicaStatus{
+		SourceHost:   get("Source_Host", "Master_Host"),
+		IORunning:    get("Replica_IO_Running", "Slave_IO_Running") == "Yes",
+		SQLRunning:   get("Replica_SQL_Running", "Slave_SQL_Running") == "Yes",
+		LastIOError:  get("Last_IO_Error"),
+		LastSQLError: get("Last_SQL_Error"),
+	}
+	rs.SourcePort, _ = strconv.Atoi(get("Source_Port", "Master_Port"))
+	if lag, err := strconv.ParseInt(get("Seconds_Behind_Source", "Seconds_Behind_Master"), 10, 64); err == nil {
+		rs.LagSeconds = &lag
+	}
+	retrieved := get("Retrieved_Gtid_Set")
+	if in.Flavor == MariaDB {
+		retrieved = get("Gtid_IO_Pos")
+	}
+	if rs.Retrieved, err = ParseGTIDSet(in.Flavor, retrieved); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// WaitForGTID blocks until the instance applied gtids or timeout passes.
+func (in *Instance) WaitForGTID(ctx context.Context, gtids GTIDSet, timeout time.Duration) error {
+	s := in.Flavor.WaitForGTID(gtids.String(), int(timeout.Seconds()))
+	var res sql.NullInt64
+	if err := in.DB.QueryRowContext(ctx, s.Query, s.Args...).Scan(&res); err != nil {
+		return fmt.Errorf("wait for GTIDs: %w", err)
+	}
+	if !res.Valid || res.Int64 != 0 {
+		return ErrWaitTimeout
+	}
+	return nil
+}
+
+// ErrWaitTimeout is returned when a replica did not apply a GTID position in time.
+var ErrWaitTimeout = errors.New("timed out waiting for GTIDs to be applied")
+
+// KillClientConnections ends every client connection except those of exceptUsers, so that
+// nothing keeps writing to a demoted primary.
+func (in *Instance) KillClientConnections(ctx context.Context, exceptUsers ...string) (int, error) {
+	s := ClientConnections(exceptUsers...)
+	rows, err := in.DB.QueryContext(ctx, s.Query, s.Args...)
+	if err != nil {
+		return 0, fmt.Errorf("list connections: %w", err)
+	}
+	var ids []uint64
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("list connections: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	killed := 0
+	for _, id := range ids {
+		if _, err := in.DB.ExecContext(ctx, KillConnection(id)); err == nil {
+			killed++
+		}
+	}
+	return killed, nil
+}

@@ -1,0 +1,137 @@
+package mysql_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/test/mariadb"
+)
+
+func status(t *testing.T, in *mysql.Instance) *mysql.Status {
+	t.Helper()
+	st, err := in.Status(context.Background())
+	if err != nil {
+		t.Fatalf("status: %v", err)
+	}
+	return st
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 20s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Replication, semi-sync, status, waiting and errant detection against real MariaDB servers.
+func TestReplicationOnMariaDB(t *testing.T) {
+	servers := mariadb.Start(t, 2, mariadb.Options{})
+	ctx := context.Background()
+	primary, replica := servers[0].Admin(), servers[1].Admin()
+	f := mysql.MariaDB
+
+	st := status(t, primary)
+	if !st.ReadOnly || st.Replica != nil || st.ServerID != uint32(servers[0].ServerID()) || !strings.Contains(st.Version, "MariaDB") {
+		t.Fatalf("fresh server status %+v", st)
+	}
+
+	// Bootstrap: semi-sync on, writable primary; replica follows with GTID and acknowledges.
+	if err := primary.Exec(ctx, f.SemiSyncSource(true, 1), mysql.Statement{Query: f.SetReadOnly(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := replica.Exec(ctx,
+		mysql.Statement{Query: f.SemiSyncReplica(true)},
+		f.ChangeSource(mysql.Source{Host: "127.0.0.1", Port: servers[0].Port, User: mariadb.ReplUser, Password: mariadb.ReplPassword, ConnectRetry: 1}),
+		mysql.Statement{Query: f.StartReplica()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "replica connected with semi-sync", func() bool {
+		rs := status(t, replica).Replica
+		return rs != nil && rs.IORunning && rs.SQLRunning && status(t, primary).SemiSyncSourceActive
+	})
+
+	app := servers[0].Conn(mariadb.AdminUser, mariadb.AdminPassword)
+	mustExec(t, app, "CREATE DATABASE app")
+	mustExec(t, app, "CREATE TABLE app.t (id INT PRIMARY KEY, v TEXT)")
+	for i := range 20 {
+		mustExec(t, app, "INSERT INTO app.t VALUES (?, 'x')", i)
+	}
+	pst := status(t, primary)
+	if pst.ReadOnly || pst.Executed.IsEmpty() || !pst.SemiSyncSource || !pst.SemiSyncSourceActive {
+		t.Fatalf("primary status %+v", pst)
+	}
+	if err := replica.WaitForGTID(ctx, pst.Executed, 10*time.Second); err != nil {
+		t.Fatalf("wait for %s: %v", pst.Executed, err)
+	}
+	rst := status(t, replica)
+	if !rst.Executed.Contains(pst.Executed) || !pst.Executed.Contains(rst.Executed) {
+		t.Errorf("replica executed %s, primary %s", rst.Executed, pst.Executed)
+	}
+	if !rst.Replica.Retrieved.Contains(pst.Executed) || rst.Replica.SourcePort != servers[0].Port || !rst.SemiSyncReplica {
+		t.Errorf("replica status %+v (retrieved %s)", rst.Replica, rst.Replica.Retrieved)
+	}
+	var n int
+	if err := servers[1].Conn(mariadb.AdminUser, mariadb.AdminPassword).QueryRow("SELECT COUNT(*) FROM app.t").Scan(&n); err != nil || n != 20 {
+		t.Errorf("replica has %d rows (%v)", n, err)
+	}
+
+	// Waiting for a position the replica will not reach times out cleanly.
+	ahead, _ := mysql.ParseMariaDBPosition("0-100-100000")
+	if err := replica.WaitForGTID(ctx, ahead, 1*time.Second); !errors.Is(err, mysql.ErrWaitTimeout) {
+		t.Errorf("wait for an unreachable position: %v", err)
+	}
+
+	// An errant transaction: written on the replica directly, in another domain.
+	if err := replica.Exec(ctx, mysql.Statement{Query: f.SetReadOnly(false)}); err != nil {
+		t.Fatal(err)
+	}
+	rdb := servers[1].Conn(mariadb.AdminUser, mariadb.AdminPassword)
+	rdb.SetMaxOpenConns(1) // the session variable must hold for the next statement
+	mustExec(t, rdb, "SET SESSION gtid_domain_id = 7")
+	mustExec(t, rdb, "CREATE DATABASE errant")
+	errant := status(t, replica).Executed.Subtract(status(t, primary).Executed)
+	if errant.IsEmpty() || !strings.HasPrefix(errant.String(), "7-") {
+		t.Errorf("errant transactions %q, want the domain-7 write", errant)
+	}
+
+	// Fencing: read-only again and client connections killed.
+	if err := primary.Exec(ctx, mysql.Statement{Query: f.SetReadOnly(true)}); err != nil {
+		t.Fatal(err)
+	}
+	client := servers[0].Conn(mariadb.AdminUser, mariadb.AdminPassword)
+	client.SetMaxOpenConns(1)
+	conn, err := client.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	killed, err := primary.KillClientConnections(ctx, "nobody")
+	if err != nil || killed < 1 {
+		t.Errorf("killed %d connections: %v", killed, err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT 1"); err == nil {
+		t.Error("a killed connection still answers")
+	}
+	if !status(t, primary).ReadOnly {
+		t.Error("primary not read-only after fencing")
+	}
+}
+
+func mustExec(t *testing.T, db *sql.DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.ExecContext(context.Background(), query, args...); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+}

@@ -1,0 +1,235 @@
+// Package mysql is the flavor-aware SQL the operator speaks to MySQL 8.0/8.4 and MariaDB
+// 10.6+/11.x: GTID set math, instance status, replication and semi-sync setup, waiting for a
+// GTID position, read-only fencing, killing client connections, and users.
+//
+// Statements carry values as ? arguments. Connections are opened with client-side
+// interpolation (interpolateParams), which escapes values correctly for the server's SQL mode,
+// so that statements the server cannot prepare (CHANGE MASTER, CREATE USER) still never embed
+// a password by string concatenation. Statements with arguments are never logged.
+//
+// This package imports nothing from Kubernetes.
+package mysql
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Flavor is the server family.
+type Flavor string
+
+const (
+	// MySQL is Oracle MySQL 8.0 / 8.4.
+	MySQL Flavor = "mysql"
+	// MariaDB is MariaDB 10.6+ / 11.x.
+	MariaDB Flavor = "mariadb"
+)
+
+// Statement is one SQL statement and its arguments.
+type Statement struct {
+	Query string
+	Args  []any
+}
+
+// Source is where a replica replicates from.
+type Source struct {
+	Host     string
+	Port     int
+	User     string
+	Password string
+	// ConnectRetry is the seconds between reconnection attempts of the IO thread.
+	ConnectRetry int
+}
+
+// ChangeSource points a stopped replica at src with GTID auto-positioning.
+func (f Flavor) ChangeSource(src Source) Statement {
+	retry := src.ConnectRetry
+	if retry <= 0 {
+		retry = 5
+	}
+	if f == MariaDB {
+		return Statement{
+			Query: "CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, " +
+				"MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = ?",
+			Args: []any{src.Host, src.Port, src.User, src.Password, retry},
+		}
+	}
+	return Statement{
+		Query: "CHANGE REPLICATION SOURCE TO SOURCE_HOST = ?, SOURCE_PORT = ?, SOURCE_USER = ?, SOURCE_PASSWORD = ?, " +
+			"SOURCE_AUTO_POSITION = 1, GET_SOURCE_PUBLIC_KEY = 1, SOURCE_CONNECT_RETRY = ?",
+		Args: []any{src.Host, src.Port, src.User, src.Password, retry},
+	}
+}
+
+func (f Flavor) pick(mysql, mariadb string) string {
+	if f == MariaDB {
+		return mariadb
+	}
+	return mysql
+}
+
+// StartReplica starts both replication threads.
+func (f Flavor) StartReplica() string { return f.pick("START REPLICA", "START SLAVE") }
+
+// StopReplica stops both replication threads.
+func (f Flavor) StopReplica() string { return f.pick("STOP REPLICA", "STOP SLAVE") }
+
+// StopReplicaIO stops receiving from the source; applying what was received goes on.
+func (f Flavor) StopReplicaIO() string {
+	return f.pick("STOP REPLICA IO_THREAD", "STOP SLAVE IO_THREAD")
+}
+
+// ResetReplicaAll forgets the replication source (after a promotion).
+func (f Flavor) ResetReplicaAll() string { return f.pick("RESET REPLICA ALL", "RESET SLAVE ALL") }
+
+// ReplicaStatus shows the replication threads' state.
+func (f Flavor) ReplicaStatus() string {
+	return f.pick("SHOW REPLICA STATUS", "SHOW SLAVE STATUS")
+}
+
+// ExecutedQuery selects the executed GTIDs. MariaDB's gtid_binlog_pos includes replicated
+// transactions because the operator sets log_slave_updates.
+func (f Flavor) ExecutedQuery() string {
+	return f.pick("SELECT @@GLOBAL.gtid_executed", "SELECT @@GLOBAL.gtid_binlog_pos")
+}
+
+// PurgedQuery selects the GTIDs no longer in the binary logs; MariaDB has no such variable.
+func (f Flavor) PurgedQuery() string {
+	return f.pick("SELECT @@GLOBAL.gtid_purged", "")
+}
+
+// ReadOnlyQuery selects read_only and super_read_only (always 0 on MariaDB, which has no
+// super_read_only: there read_only also binds users with SUPER, since 10.11 unless they hold
+// READ ONLY ADMIN).
+func (f Flavor) ReadOnlyQuery() string {
+	return f.pick("SELECT @@GLOBAL.read_only, @@GLOBAL.super_read_only", "SELECT @@GLOBAL.read_only, 0")
+}
+
+// SetReadOnly makes the instance read-only (on) or writable.
+func (f Flavor) SetReadOnly(on bool) string {
+	switch {
+	case f == MariaDB && on:
+		return "SET GLOBAL read_only = ON"
+	case f == MariaDB:
+		return "SET GLOBAL read_only = OFF"
+	case on:
+		return "SET GLOBAL super_read_only = ON"
+	default:
+		return "SET GLOBAL super_read_only = OFF, GLOBAL read_only = OFF"
+	}
+}
+
+// SemiSyncNeverFallBackMillis is the semi-sync acknowledgement timeout: the largest the servers
+// accept (about 49 days), so a primary without an acknowledging replica blocks commits instead
+// of silently falling back to asynchronous replication.
+const SemiSyncNeverFallBackMillis = 4294967295
+
+// SemiSyncSource turns loss-less semi-sync on (AFTER_SYNC: a transaction is visible to others
+// only once a replica acknowledged it) or off on a primary. waitCount applies to MySQL only;
+// MariaDB always waits for one replica.
+func (f Flavor) SemiSyncSource(on bool, waitCount int) Statement {
+	if !on {
+		return Statement{Query: f.pick("SET GLOBAL rpl_semi_sync_source_enabled = OFF", "SET GLOBAL rpl_semi_sync_master_enabled = OFF")}
+	}
+	if f == MariaDB {
+		return Statement{
+			Query: "SET GLOBAL rpl_semi_sync_master_wait_point = 'AFTER_SYNC', GLOBAL rpl_semi_sync_master_timeout = ?, " +
+				"GLOBAL rpl_semi_sync_master_enabled = ON",
+			Args: []any{SemiSyncNeverFallBackMillis},
+		}
+	}
+	if waitCount < 1 {
+		waitCount = 1
+	}
+	return Statement{
+		Query: "SET GLOBAL rpl_semi_sync_source_wait_point = 'AFTER_SYNC', GLOBAL rpl_semi_sync_source_timeout = ?, " +
+			"GLOBAL rpl_semi_sync_source_wait_for_replica_count = ?, GLOBAL rpl_semi_sync_source_enabled = ON",
+		Args: []any{SemiSyncNeverFallBackMillis, waitCount},
+	}
+}
+
+// SemiSyncReplica turns acknowledgements on or off on a replica; it takes effect when the IO
+// thread (re)starts.
+func (f Flavor) SemiSyncReplica(on bool) string {
+	v := "OFF"
+	if on {
+		v = "ON"
+	}
+	return f.pick("SET GLOBAL rpl_semi_sync_replica_enabled = ", "SET GLOBAL rpl_semi_sync_slave_enabled = ") + v
+}
+
+// SemiSyncStatusQuery shows whether the primary currently waits for acknowledgements.
+func (f Flavor) SemiSyncStatusQuery() string {
+	return f.pick("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_source_status'", "SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_status'")
+}
+
+// WaitForGTID waits up to timeoutSeconds until the replica applied gtids. The result column is
+// 0 on success (MySQL returns 1 and MariaDB -1 on timeout).
+func (f Flavor) WaitForGTID(gtids string, timeoutSeconds int) Statement {
+	return Statement{
+		Query: f.pick("SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)", "SELECT MASTER_GTID_WAIT(?, ?)"),
+		Args:  []any{gtids, timeoutSeconds},
+	}
+}
+
+// ClientConnections lists connections that are neither replication nor system threads nor
+// the current one, excluding the given users (the operator's own).
+func ClientConnections(exceptUsers ...string) Statement {
+	q := "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() " +
+		"AND COMMAND NOT IN ('Binlog Dump', 'Binlog Dump GTID', 'Daemon') AND USER NOT IN ('system user', 'event_scheduler'"
+	args := []any{}
+	for _, u := range exceptUsers {
+		q += ", ?"
+		args = append(args, u)
+	}
+	return Statement{Query: q + ")", Args: args}
+}
+
+// KillConnection ends one connection.
+func KillConnection(id uint64) string { return fmt.Sprintf("KILL CONNECTION %d", id) }
+
+var privilegePattern = regexp.MustCompile(`^[A-Z][A-Z ]*[A-Z]$`)
+
+// CreateUser creates user@host with password unless it exists.
+func CreateUser(user, host, password string) Statement {
+	return Statement{Query: "CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?", Args: []any{user, host, password}}
+}
+
+// AlterUserPassword sets the password of user@host.
+func AlterUserPassword(user, host, password string) Statement {
+	return Statement{Query: "ALTER USER ?@? IDENTIFIED BY ?", Args: []any{user, host, password}}
+}
+
+// Grant grants privileges on database.table ("*" for all) to user@host. Privileges are
+// checked against a strict pattern and identifiers are quoted, since neither can be an argument.
+func Grant(privileges []string, database, table, user, host string, grantOption bool) (Statement, error) {
+	if len(privileges) == 0 {
+		return Statement{}, fmt.Errorf("grant to %s: no privileges", user)
+	}
+	privs := make([]string, len(privileges))
+	for i, p := range privileges {
+		p = strings.ToUpper(strings.Join(strings.Fields(p), " "))
+		if !privilegePattern.MatchString(p) {
+			return Statement{}, fmt.Errorf("grant to %s: invalid privilege %q", user, privileges[i])
+		}
+		privs[i] = p
+	}
+	q := fmt.Sprintf("GRANT %s ON %s.%s TO ?@?", strings.Join(privs, ", "), quoteIdentOrStar(database), quoteIdentOrStar(table))
+	if grantOption {
+		q += " WITH GRANT OPTION"
+	}
+	return Statement{Query: q, Args: []any{user, host}}, nil
+}
+
+// QuoteIdent quotes a schema object name with backticks.
+func QuoteIdent(name string) string {
+	return "`" + strings.ReplaceAll(name, "`", "``") + "`"
+}
+
+func quoteIdentOrStar(name string) string {
+	if name == "*" || name == "" {
+		return "*"
+	}
+	return QuoteIdent(name)
+}

@@ -1,0 +1,70 @@
+package mysql
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestStatementsPerFlavor(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		mysql, mariadb string
+		got            func(Flavor) string
+	}{
+		{"start", "START REPLICA", "START SLAVE", Flavor.StartReplica},
+		{"stop io", "STOP REPLICA IO_THREAD", "STOP SLAVE IO_THREAD", Flavor.StopReplicaIO},
+		{"reset", "RESET REPLICA ALL", "RESET SLAVE ALL", Flavor.ResetReplicaAll},
+		{"status", "SHOW REPLICA STATUS", "SHOW SLAVE STATUS", Flavor.ReplicaStatus},
+		{"executed", "SELECT @@GLOBAL.gtid_executed", "SELECT @@GLOBAL.gtid_binlog_pos", Flavor.ExecutedQuery},
+		{"read only", "SET GLOBAL super_read_only = ON", "SET GLOBAL read_only = ON", func(f Flavor) string { return f.SetReadOnly(true) }},
+		{"writable", "SET GLOBAL super_read_only = OFF, GLOBAL read_only = OFF", "SET GLOBAL read_only = OFF", func(f Flavor) string { return f.SetReadOnly(false) }},
+		{"semisync replica", "SET GLOBAL rpl_semi_sync_replica_enabled = ON", "SET GLOBAL rpl_semi_sync_slave_enabled = ON", func(f Flavor) string { return f.SemiSyncReplica(true) }},
+	} {
+		if got := tc.got(MySQL); got != tc.mysql {
+			t.Errorf("%s mysql: %q", tc.name, got)
+		}
+		if got := tc.got(MariaDB); got != tc.mariadb {
+			t.Errorf("%s mariadb: %q", tc.name, got)
+		}
+	}
+}
+
+func TestChangeSourceKeepsPasswordOutOfTheQuery(t *testing.T) {
+	src := Source{Host: "db-0.db-headless", Port: 3306, User: "repl", Password: "s3cr'et"}
+	for f, want := range map[Flavor]string{MySQL: "SOURCE_AUTO_POSITION = 1", MariaDB: "MASTER_USE_GTID = slave_pos"} {
+		s := f.ChangeSource(src)
+		if !strings.Contains(s.Query, want) {
+			t.Errorf("%s: %q lacks %q", f, s.Query, want)
+		}
+		if strings.Contains(s.Query, src.Password) || len(s.Args) != 5 || s.Args[3] != src.Password {
+			t.Errorf("%s: the password must be an argument: %q %v", f, s.Query, len(s.Args))
+		}
+	}
+}
+
+func TestSemiSyncNeverFallsBack(t *testing.T) {
+	for _, f := range []Flavor{MySQL, MariaDB} {
+		s := f.SemiSyncSource(true, 1)
+		if !strings.Contains(s.Query, "AFTER_SYNC") || s.Args[0] != SemiSyncNeverFallBackMillis {
+			t.Errorf("%s: %q %v: want loss-less AFTER_SYNC and the longest timeout", f, s.Query, s.Args)
+		}
+	}
+	if s := MySQL.SemiSyncSource(true, 2); s.Args[1] != 2 {
+		t.Errorf("wait count %v", s.Args)
+	}
+}
+
+func TestGrant(t *testing.T) {
+	s, err := Grant([]string{"select", "insert", "show  view"}, "app`db", "*", "u", "%", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Query != "GRANT SELECT, INSERT, SHOW VIEW ON `app``db`.* TO ?@? WITH GRANT OPTION" {
+		t.Errorf("query %q", s.Query)
+	}
+	for _, bad := range [][]string{nil, {"SELECT; DROP TABLE x"}, {"ALL PRIVILEGES", "1"}} {
+		if _, err := Grant(bad, "*", "*", "u", "%", false); err == nil {
+			t.Errorf("privileges %q: want an error", bad)
+		}
+	}
+}

@@ -1,0 +1,277 @@
+// Package mariadb runs real, independent MariaDB servers for tests: each has its own datadir,
+// socket and loopback port, is initialised with mariadb-install-db, and gets the users the
+// operator's agent creates (an admin user and a replication user, with passwords). Servers
+// are stopped when the test ends, and killed by the kernel if the test binary dies.
+//
+// Without mariadbd on the machine the tests skip, except under CI (CI=true), where a missing
+// server is a failure: .ci/run installs MariaDB from Debian's packages.
+package mariadb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/test/proc"
+)
+
+// Users the servers are initialised with.
+const (
+	AdminUser       = "mysqlop"
+	AdminPassword   = "admin-Pa55"
+	ReplUser        = "repl"
+	ReplPassword    = "repl-Pa55"
+	BaseServerID    = 100
+	defaultMyCnf    = "[mysqld]\nlog_bin = binlog\nlog_slave_updates = ON\ngtid_strict_mode = ON\nbinlog_format = ROW\nskip_name_resolve = ON\nskip_slave_start = ON\nread_only = ON\n"
+	startupDeadline = 30 * time.Second
+)
+
+// Server is one running (or stopped) mariadbd.
+type Server struct {
+	// Index is the server's ordinal; its server_id is BaseServerID + Index.
+	Index  int
+	Dir    string
+	Port   int
+	Socket string
+	// MyCnf is the configuration file the server reads first.
+	MyCnf string
+
+	t    testing.TB
+	cmd  *exec.Cmd
+	done chan struct{}
+	db   *sql.DB
+}
+
+// Options configure Start.
+type Options struct {
+	// MyCnf is the content of the configuration file; empty means a minimal GTID setup. The
+	// helper's command line sets datadir, socket, port, bind address and server_id, which
+	// take precedence over the file.
+	MyCnf string
+}
+
+// Binary is the server binary the helper runs.
+func Binary() (string, error) {
+	for _, name := range []string{"mariadbd", "mysqld"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+		if p := "/usr/sbin/" + name; fileExists(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("mariadbd not found (apt-get install mariadb-server)")
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Start initialises and starts n servers.
+func Start(t testing.TB, n int, o Options) []*Server {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%v: CI must install MariaDB", err)
+		}
+		t.Skipf("%v", err)
+	}
+	cnf := o.MyCnf
+	if cnf == "" {
+		cnf = defaultMyCnf
+	}
+	servers := make([]*Server, n)
+	for i := range n {
+		dir := t.TempDir()
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &Server{Index: i, Dir: dir, Port: port, Socket: filepath.Join(dir, "mysqld.sock"), MyCnf: filepath.Join(dir, "my.cnf"), t: t}
+		confd := filepath.Join(dir, "conf.d")
+		if err := os.MkdirAll(confd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		// Rendered configurations include a per-pod directory; point it into the temp dir.
+		body := rewriteIncludeDir(cnf, confd)
+		if err := os.WriteFile(s.MyCnf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+s.dataDir(), "--user=root",
+			"--auth-root-authentication-method=normal", "--skip-test-db")
+		if out, err := install.CombinedOutput(); err != nil {
+			t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+		}
+		s.start(bin)
+		t.Cleanup(s.Stop)
+		if err := s.createUsers(); err != nil {
+			t.Fatalf("server %d: create users: %v", i, err)
+		}
+		servers[i] = s
+	}
+	return servers
+}
+
+func rewriteIncludeDir(cnf, dir string) string {
+	var out []string
+	for _, l := range strings.Split(cnf, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "!includedir") {
+			l = "!includedir " + dir
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+func (s *Server) dataDir() string { return filepath.Join(s.Dir, "data") }
+
+// ServerID is the server's server_id.
+func (s *Server) ServerID() int { return BaseServerID + s.Index }
+
+// Addr is the server's TCP address.
+func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
+
+func (s *Server) start(bin string) {
+	s.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "mariadbd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.cmd = exec.Command(bin, "--defaults-file="+s.MyCnf, "--datadir="+s.dataDir(), "--socket="+s.Socket,
+		fmt.Sprintf("--port=%d", s.Port), "--bind-address=127.0.0.1", fmt.Sprintf("--server-id=%d", s.ServerID()),
+		"--report-host=127.0.0.1", fmt.Sprintf("--report-port=%d", s.Port),
+		"--pid-file="+filepath.Join(s.Dir, "mariadbd.pid"), "--user=root", "--log-error="+filepath.Join(s.Dir, "error.log"))
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	if err := proc.Start(s.cmd); err != nil {
+		logf.Close()
+		s.t.Fatalf("start mariadbd: %v", err)
+	}
+	done := make(chan struct{})
+	s.done = done
+	cmd := s.cmd
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	deadline := time.Now().Add(startupDeadline)
+	for !fileExists(s.Socket) || !s.answers() {
+		select {
+		case <-done:
+			s.t.Fatalf("mariadbd %d exited during start-up:\n%s", s.Index, s.ErrorLog())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("mariadbd %d not up after %v:\n%s", s.Index, startupDeadline, s.ErrorLog())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *Server) answers() bool {
+	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
+// createUsers creates the admin and replication users over the socket (root has no password
+// and only exists for localhost).
+func (s *Server) createUsers() error {
+	db, err := mysql.Open(mysql.ConnConfig{Addr: s.Socket, Socket: true, User: "root"})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	in := &mysql.Instance{DB: db, Flavor: mysql.MariaDB}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// Users are created with binary logging off, so they are not transactions replicas would
+	// have to replay (the agent does the same in its init step).
+	return in.Exec(ctx,
+		mysql.Statement{Query: "SET SESSION sql_log_bin = 0"},
+		mysql.CreateUser(AdminUser, "%", AdminPassword),
+		mysql.Statement{Query: "GRANT ALL PRIVILEGES ON *.* TO ?@? WITH GRANT OPTION", Args: []any{AdminUser, "%"}},
+		mysql.CreateUser(ReplUser, "%", ReplPassword),
+		mysql.Statement{Query: "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO ?@?", Args: []any{ReplUser, "%"}},
+		mysql.Statement{Query: "SET SESSION sql_log_bin = 1"},
+	)
+}
+
+// Conn returns a connection pool for user and password over TCP, closed when the test ends.
+func (s *Server) Conn(user, password string) *sql.DB {
+	s.t.Helper()
+	db, err := mysql.Open(mysql.ConnConfig{Addr: s.Addr(), User: user, Password: password, Timeout: 3 * time.Second})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Admin returns the server as a mysql.Instance connected as the admin user.
+func (s *Server) Admin() *mysql.Instance {
+	if s.db == nil {
+		s.db = s.Conn(AdminUser, AdminPassword)
+	}
+	return &mysql.Instance{DB: s.db, Flavor: mysql.MariaDB}
+}
+
+// Kill sends SIGKILL and waits for the process to end: a crash, no clean shutdown.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	<-s.done
+	s.cmd = nil
+}
+
+// Stop shuts the server down cleanly (SIGTERM), killing it after 30 s.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.cmd = nil
+}
+
+// Restart starts a stopped or killed server again on its datadir.
+func (s *Server) Restart() {
+	s.t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.start(bin)
+}
+
+// Running reports whether the process is alive.
+func (s *Server) Running() bool { return s.cmd != nil }
+
+// ErrorLog returns the server's error log.
+func (s *Server) ErrorLog() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "error.log"))
+	return string(b)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
