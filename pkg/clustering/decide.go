@@ -1,0 +1,365 @@
+// Package clustering is the MySQL brain: it gathers the state of every instance of a cluster,
+// decides in a pure function what the cluster is and which single operation would move it
+// towards health, and runs that operation. Invariants are in docs/clustering.md and asserted by
+// the tests. No Kubernetes type is imported here.
+package clustering
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// State is what Decide concludes the cluster is.
+type State string
+
+// States.
+const (
+	// Bootstrapping: no primary was ever chosen and every instance is empty.
+	Bootstrapping State = "Bootstrapping"
+	// Healthy: one writable primary, every member replicates from it correctly.
+	Healthy State = "Healthy"
+	// Degraded: the primary serves, but a member is unreachable, broken, errant or not yet set up.
+	Degraded State = "Degraded"
+	// FailingOver: the primary is down and a safe candidate takes its place.
+	FailingOver State = "FailingOver"
+	// Lost: no instance can safely be the primary; a person has to look.
+	Lost State = "Lost"
+)
+
+// OpKind is the kind of the one operation a decision asks for.
+type OpKind string
+
+// Operations.
+const (
+	OpNone              OpKind = ""
+	OpBootstrapPrimary  OpKind = "BootstrapPrimary"
+	OpConfigurePrimary  OpKind = "ConfigurePrimary"
+	OpConfigureReplicas OpKind = "ConfigureReplicas"
+	OpSwitchover        OpKind = "Switchover"
+	OpFailover          OpKind = "Failover"
+	OpFenceWritable     OpKind = "FenceWritable"
+)
+
+// Operation is what Operate runs.
+type Operation struct {
+	Kind OpKind
+	// Primary is the instance that is (or becomes) the primary.
+	Primary int
+	// From is the old primary of a switchover.
+	From int
+	// Targets are the instances the operation changes (replicas to configure, writables to fence).
+	Targets []int
+}
+
+// Instance is what gathering learned about one member.
+type Instance struct {
+	Index int
+	// Host and Port are where other members reach it.
+	Host string
+	Port int
+	// Status is nil when the instance could not be reached; Err says why.
+	Status *mysql.Status
+	Err    error
+}
+
+// Spec is what Decide needs from the cluster's definition and its recorded status.
+type Spec struct {
+	// Members is the desired number of instances.
+	Members int
+	// SemiSync is loss-less semi-sync replication (spec.replication.mode semisync).
+	SemiSync bool
+	// Primary is the primary recorded by the last decision, -1 if none.
+	Primary int
+	// PrimaryDown is set by the manager once the recorded primary was unreachable long enough
+	// to fail over (one failed probe is not enough).
+	PrimaryDown bool
+	// SwitchoverTo requests a new primary, -1 if none.
+	SwitchoverTo int
+	// Errant are instances found with errant transactions earlier; they stay errant until a
+	// person re-seeds them, even when the primary that showed it is gone.
+	Errant []int
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	State State
+	// Primary is the primary once Op is done, -1 if none.
+	Primary int
+	Op      Operation
+	// Ready says per instance whether it plays its role correctly (readiness and Services).
+	Ready []bool
+	// Errant lists instances with transactions the primary does not have.
+	Errant []int
+	// Reason explains the state in one sentence, for conditions and events.
+	Reason string
+}
+
+func reachable(in Instance) bool { return in.Status != nil }
+
+func writable(in Instance) bool { return in.Status != nil && !in.Status.ReadOnly }
+
+// Decide is pure: same input, same decision, no I/O.
+func Decide(spec Spec, instances []Instance) Decision {
+	d := Decision{Primary: -1, Ready: make([]bool, len(instances)), Errant: slices.Clone(spec.Errant)}
+	up := 0
+	for _, in := range instances {
+		if reachable(in) {
+			up++
+		}
+	}
+	if up == 0 {
+		d.State, d.Reason = Lost, "no instance is reachable"
+		d.Primary = spec.Primary
+		return d
+	}
+
+	primary := spec.Primary
+	if primary < 0 || primary >= len(instances) {
+		return decideWithoutPrimary(spec, instances, d)
+	}
+
+	// The recorded primary is down: fail over to the most advanced safe replica.
+	if !reachable(instances[primary]) {
+		if !spec.PrimaryDown {
+			d.State, d.Primary = Degraded, primary
+			d.Reason = fmt.Sprintf("primary %d is unreachable; waiting before failing over", primary)
+			return d
+		}
+		return decideFailover(spec, instances, d)
+	}
+	d.Primary = primary
+
+	// At most one writable instance: fence any other first.
+	var extra []int
+	for _, in := range instances {
+		if in.Index != primary && writable(in) {
+			extra = append(extra, in.Index)
+		}
+	}
+	if len(extra) > 0 {
+		d.State = Degraded
+		d.Op = Operation{Kind: OpFenceWritable, Primary: primary, Targets: extra}
+		d.Reason = fmt.Sprintf("instances %v are writable besides the primary %d: making them read-only", extra, primary)
+		return d
+	}
+
+	p := instances[primary]
+	// Errant transactions: anything a replica executed that the primary does not have.
+	for _, in := range instances {
+		if in.Index == primary || !reachable(in) || slices.Contains(d.Errant, in.Index) {
+			continue
+		}
+		if !in.Status.Executed.Subtract(p.Status.Executed).IsEmpty() {
+			d.Errant = append(d.Errant, in.Index)
+		}
+	}
+	slices.Sort(d.Errant)
+
+	if !writable(p) || (spec.SemiSync && !p.Status.SemiSyncSource) || (!spec.SemiSync && p.Status.SemiSyncSource) {
+		d.State = Degraded
+		d.Op = Operation{Kind: OpConfigurePrimary, Primary: primary}
+		d.Reason = fmt.Sprintf("configuring primary %d", primary)
+		return d
+	}
+	d.Ready[primary] = true
+
+	var toConfigure, broken, missing []int
+	for _, in := range instances {
+		if in.Index == primary {
+			continue
+		}
+		switch {
+		case !reachable(in):
+			missing = append(missing, in.Index)
+		case slices.Contains(d.Errant, in.Index):
+		case replicaBroken(in):
+			broken = append(broken, in.Index)
+		case !replicaFollows(in, p, spec.SemiSync):
+			toConfigure = append(toConfigure, in.Index)
+		default:
+			d.Ready[in.Index] = true
+		}
+	}
+
+	if t := spec.SwitchoverTo; t >= 0 && t != primary && t < len(instances) {
+		if d.Ready[t] {
+			d.State = Degraded
+			d.Op = Operation{Kind: OpSwitchover, From: primary, Primary: t, Targets: others(instances, t)}
+			d.Primary = t
+			d.Reason = fmt.Sprintf("switching over from %d to %d", primary, t)
+			return d
+		}
+	}
+	if len(toConfigure) > 0 {
+		d.State = Degraded
+		d.Op = Operation{Kind: OpConfigureReplicas, Primary: primary, Targets: toConfigure}
+		d.Reason = fmt.Sprintf("configuring replicas %v to follow %d", toConfigure, primary)
+		return d
+	}
+
+	var problems []string
+	if !p.Status.SemiSyncSourceActive && spec.SemiSync && len(instances) > 1 {
+		problems = append(problems, "semi-sync is not active on the primary")
+	}
+	if len(d.Errant) > 0 {
+		problems = append(problems, fmt.Sprintf("errant transactions on %v", d.Errant))
+	}
+	if len(broken) > 0 {
+		problems = append(problems, fmt.Sprintf("replication stopped with an error on %v", broken))
+	}
+	if len(missing) > 0 {
+		problems = append(problems, fmt.Sprintf("unreachable: %v", missing))
+	}
+	if len(instances) < spec.Members {
+		problems = append(problems, fmt.Sprintf("%d of %d members exist", len(instances), spec.Members))
+	}
+	if len(problems) > 0 {
+		d.State, d.Reason = Degraded, strings.Join(problems, "; ")
+		return d
+	}
+	d.State, d.Reason = Healthy, fmt.Sprintf("primary %d and every replica are healthy", primary)
+	return d
+}
+
+// replicaBroken: a replication thread stopped with an error that reconfiguring cannot fix.
+func replicaBroken(in Instance) bool {
+	r := in.Status.Replica
+	return r != nil && !r.SQLRunning && r.LastSQLError != ""
+}
+
+// replicaFollows: replicating from the primary with both threads running and acknowledging
+// when semi-sync is on.
+func replicaFollows(in, primary Instance, semiSync bool) bool {
+	r := in.Status.Replica
+	return r != nil && r.SourceHost == primary.Host && r.SourcePort == primary.Port &&
+		r.IORunning && r.SQLRunning && in.Status.SemiSyncReplica == semiSync
+}
+
+func others(instances []Instance, except int) []int {
+	var out []int
+	for _, in := range instances {
+		if in.Index != except {
+			out = append(out, in.Index)
+		}
+	}
+	return out
+}
+
+// decideWithoutPrimary handles a cluster with no recorded primary: a new cluster, or one whose
+// status was lost.
+func decideWithoutPrimary(spec Spec, instances []Instance, d Decision) Decision {
+	var writables []int
+	for _, in := range instances {
+		if writable(in) {
+			writables = append(writables, in.Index)
+		}
+	}
+	if len(writables) == 1 {
+		// One writable instance is the primary someone (or an earlier decision) made.
+		spec.Primary = writables[0]
+		return Decide(spec, instances)
+	}
+	if len(writables) > 1 {
+		d.State, d.Reason = Lost, fmt.Sprintf("instances %v are all writable and none is recorded as primary", writables)
+		return d
+	}
+	empty := true
+	for _, in := range instances {
+		if !reachable(in) {
+			d.State, d.Reason = Bootstrapping, fmt.Sprintf("waiting for instance %d before bootstrapping", in.Index)
+			return d
+		}
+		empty = empty && in.Status.Executed.IsEmpty()
+	}
+	if len(instances) < spec.Members {
+		d.State, d.Reason = Bootstrapping, fmt.Sprintf("waiting for %d members before bootstrapping", spec.Members)
+		return d
+	}
+	if empty {
+		d.State, d.Primary = Bootstrapping, 0
+		d.Op = Operation{Kind: OpBootstrapPrimary, Primary: 0}
+		d.Reason = "bootstrapping instance 0 as the first primary"
+		return d
+	}
+	// Data but no primary: the instance that has everything the others have takes the role.
+	for _, in := range instances {
+		if containsAll(in.Status.Executed, instances) {
+			spec.Primary = in.Index
+			return Decide(spec, instances)
+		}
+	}
+	d.State, d.Reason = Lost, "instances hold diverging data and none is recorded as primary"
+	return d
+}
+
+func containsAll(set mysql.GTIDSet, instances []Instance) bool {
+	for _, in := range instances {
+		if reachable(in) && !set.Contains(in.Status.Executed) {
+			return false
+		}
+	}
+	return true
+}
+
+// decideFailover picks the replica that received the most. With loss-less semi-sync every
+// acknowledged transaction reached at least one replica, so the candidate must hold everything
+// any reachable replica received from the primary, errant replicas included (their own local
+// transactions aside: those are what makes them errant). Errant replicas are never candidates.
+// If no candidate holds it all, promoting any would lose acknowledged writes: the cluster is Lost.
+func decideFailover(spec Spec, instances []Instance, d Decision) Decision {
+	var need mysql.GTIDSet
+	var candidates []Instance
+	for _, in := range instances {
+		if in.Index == spec.Primary || !reachable(in) {
+			continue
+		}
+		errant := slices.Contains(spec.Errant, in.Index)
+		got := received(in, !errant)
+		if need == nil {
+			need = got
+		} else {
+			need = need.Union(got)
+		}
+		if !errant {
+			candidates = append(candidates, in)
+		}
+	}
+	if len(candidates) == 0 {
+		d.State, d.Primary = Lost, spec.Primary
+		d.Reason = fmt.Sprintf("primary %d is down and no healthy replica can take over", spec.Primary)
+		return d
+	}
+	for _, c := range candidates {
+		if received(c, true).Contains(need) {
+			d.State, d.Primary = FailingOver, c.Index
+			d.Op = Operation{Kind: OpFailover, From: spec.Primary, Primary: c.Index, Targets: others(instances, c.Index)}
+			d.Reason = fmt.Sprintf("primary %d is down: promoting %d, which received every transaction the replicas did", spec.Primary, c.Index)
+			return d
+		}
+	}
+	d.State, d.Primary = Lost, spec.Primary
+	d.Reason = fmt.Sprintf("primary %d is down and no promotable replica holds every received transaction (%s)", spec.Primary, need)
+	return d
+}
+
+// received is what an instance got from the primary: its relay position, plus what it executed
+// unless it is errant (an errant replica's executed set holds its own transactions).
+func received(in Instance, withExecuted bool) mysql.GTIDSet {
+	var set mysql.GTIDSet
+	if withExecuted {
+		set = in.Status.Executed
+	}
+	if r := in.Status.Replica; r != nil && r.Retrieved != nil {
+		if set == nil {
+			return r.Retrieved
+		}
+		set = set.Union(r.Retrieved)
+	}
+	if set == nil {
+		return in.Status.Executed.Subtract(in.Status.Executed) // empty, of the right flavor
+	}
+	return set
+}

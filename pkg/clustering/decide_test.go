@@ -1,0 +1,275 @@
+package clustering
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+func pos(s string) mysql.GTIDSet {
+	p, err := mysql.ParseMariaDBPosition(s)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func port(i int) int { return 3306 + i }
+
+// primaryInst is a healthy writable semi-sync primary with executed position exec.
+func primaryInst(i int, exec string) Instance {
+	return Instance{Index: i, Host: "h", Port: port(i), Status: &mysql.Status{
+		Executed: pos(exec), SemiSyncSource: true, SemiSyncSourceActive: true,
+	}}
+}
+
+// replicaInst follows source with the given executed and received positions.
+func replicaInst(i, source int, exec, received string) Instance {
+	return Instance{Index: i, Host: "h", Port: port(i), Status: &mysql.Status{
+		ReadOnly: true, Executed: pos(exec), SemiSyncReplica: true,
+		Replica: &mysql.ReplicaStatus{SourceHost: "h", SourcePort: port(source), IORunning: true, SQLRunning: true, Retrieved: pos(received)},
+	}}
+}
+
+func down(i int) Instance {
+	return Instance{Index: i, Host: "h", Port: port(i), Err: errors.New("connection refused")}
+}
+
+func emptyInst(i int) Instance {
+	return Instance{Index: i, Host: "h", Port: port(i), Status: &mysql.Status{ReadOnly: true, Executed: pos("")}}
+}
+
+func spec(primary int) Spec {
+	return Spec{Members: 3, SemiSync: true, Primary: primary, SwitchoverTo: -1}
+}
+
+func TestDecide(t *testing.T) {
+	lagging := replicaInst(2, 0, "0-100-5", "0-100-9")
+	stoppedWithError := replicaInst(1, 0, "0-100-5", "0-100-5")
+	stoppedWithError.Status.Replica.SQLRunning = false
+	stoppedWithError.Status.Replica.LastSQLError = "Duplicate entry '1' for key 'PRIMARY'"
+	ioStopped := replicaInst(1, 0, "0-100-9", "0-100-9")
+	ioStopped.Status.Replica.IORunning = false
+	wrongSource := replicaInst(2, 1, "0-100-9", "0-100-9")
+	secondWritable := replicaInst(2, 0, "0-100-9", "0-100-9")
+	secondWritable.Status.ReadOnly = false
+	readOnlyPrimary := primaryInst(0, "0-100-9")
+	readOnlyPrimary.Status.ReadOnly = true
+	fellBack := primaryInst(0, "0-100-9")
+	fellBack.Status.SemiSyncSourceActive = false
+	switchover := spec(0)
+	switchover.SwitchoverTo = 2
+	primaryDown := spec(0)
+	primaryDown.PrimaryDown = true
+	knownErrant := primaryDown
+	knownErrant.Errant = []int{2}
+
+	for _, tc := range []struct {
+		name      string
+		spec      Spec
+		instances []Instance
+		state     State
+		op        OpKind
+		primary   int
+		targets   []int
+		ready     []bool
+		errant    []int
+	}{
+		{
+			name:      "healthy",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Healthy, primary: 0, ready: []bool{true, true, true},
+		},
+		{
+			name:      "replica lagging is still ready",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), lagging},
+			state:     Healthy, primary: 0, ready: []bool{true, true, true},
+		},
+		{
+			name:      "replica stopped with an error",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), stoppedWithError, replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, primary: 0, ready: []bool{true, false, true},
+		},
+		{
+			name:      "replica IO thread stopped without error is restarted",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), ioStopped, replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{1}, ready: []bool{true, false, true},
+		},
+		{
+			name:      "replica of the wrong source is repointed",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), wrongSource},
+			state:     Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{2}, ready: []bool{true, true, false},
+		},
+		{
+			name:      "errant replica is never ready",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9,7-102-1", "0-100-9")},
+			state:     Degraded, primary: 0, ready: []bool{true, true, false}, errant: []int{2},
+		},
+		{
+			name:      "primary unreachable, not yet confirmed",
+			spec:      spec(0),
+			instances: []Instance{down(0), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "primary down: the replica that received most is promoted",
+			spec:      primaryDown,
+			instances: []Instance{down(0), replicaInst(1, 0, "0-100-7", "0-100-8"), replicaInst(2, 0, "0-100-5", "0-100-9")},
+			state:     FailingOver, op: OpFailover, primary: 2, targets: []int{0, 1}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "primary down: an errant replica is never promoted",
+			spec:      knownErrant,
+			instances: []Instance{down(0), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9,7-102-5", "0-100-9")},
+			state:     FailingOver, op: OpFailover, primary: 1, targets: []int{0, 2}, ready: []bool{false, false, false}, errant: []int{2},
+		},
+		{
+			name:      "primary down: acknowledged writes only on an errant replica",
+			spec:      knownErrant,
+			instances: []Instance{down(0), replicaInst(1, 0, "0-100-7", "0-100-7"), replicaInst(2, 0, "0-100-9,7-102-5", "0-100-9")},
+			state:     Lost, primary: 0, ready: []bool{false, false, false}, errant: []int{2},
+		},
+		{
+			name:      "primary down: diverging replicas are not promoted",
+			spec:      primaryDown,
+			instances: []Instance{down(0), replicaInst(1, 0, "0-100-7,1-101-3", "0-100-7"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Lost, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "primary down and no replica",
+			spec:      primaryDown,
+			instances: []Instance{down(0), down(1), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     FailingOver, op: OpFailover, primary: 2, targets: []int{0, 1}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "two writable instances: the other is fenced",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), secondWritable},
+			state:     Degraded, op: OpFenceWritable, primary: 0, targets: []int{2}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "nothing reachable",
+			spec:      spec(0),
+			instances: []Instance{down(0), down(1), down(2)},
+			state:     Lost, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "new cluster: bootstrap instance 0",
+			spec:      spec(-1),
+			instances: []Instance{emptyInst(0), emptyInst(1), emptyInst(2)},
+			state:     Bootstrapping, op: OpBootstrapPrimary, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "new cluster waits for every member",
+			spec:      spec(-1),
+			instances: []Instance{emptyInst(0), down(1), emptyInst(2)},
+			state:     Bootstrapping, primary: -1, ready: []bool{false, false, false},
+		},
+		{
+			name:      "new empty member is configured as a replica",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), emptyInst(2)},
+			state:     Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{2}, ready: []bool{true, true, false},
+		},
+		{
+			name:      "restarted primary comes back read-only and is made writable",
+			spec:      spec(0),
+			instances: []Instance{readOnlyPrimary, replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, op: OpConfigurePrimary, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "semi-sync fell back to async: reported, never ignored",
+			spec:      spec(0),
+			instances: []Instance{fellBack, replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, primary: 0, ready: []bool{true, true, true},
+		},
+		{
+			name:      "switchover to a healthy replica",
+			spec:      switchover,
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, op: OpSwitchover, primary: 2, targets: []int{0, 1}, ready: []bool{true, true, true},
+		},
+		{
+			name:      "lost status: the one writable instance is the primary",
+			spec:      spec(-1),
+			instances: []Instance{replicaInst(0, 1, "0-100-9", "0-100-9"), primaryInst(1, "0-100-9"), replicaInst(2, 1, "0-100-9", "0-100-9")},
+			state:     Healthy, primary: 1, ready: []bool{true, true, true},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.spec, tc.instances)
+			if d.State != tc.state || d.Op.Kind != tc.op || d.Primary != tc.primary {
+				t.Errorf("state %s op %q primary %d (%s); want %s %q %d", d.State, d.Op.Kind, d.Primary, d.Reason, tc.state, tc.op, tc.primary)
+			}
+			if tc.targets != nil && !slices.Equal(d.Op.Targets, tc.targets) {
+				t.Errorf("targets %v, want %v", d.Op.Targets, tc.targets)
+			}
+			if fmt.Sprint(d.Ready) != fmt.Sprint(tc.ready) {
+				t.Errorf("ready %v, want %v", d.Ready, tc.ready)
+			}
+			if fmt.Sprint(d.Errant) != fmt.Sprint(tc.errant) && !(len(d.Errant) == 0 && len(tc.errant) == 0) {
+				t.Errorf("errant %v, want %v", d.Errant, tc.errant)
+			}
+			checkInvariants(t, tc.spec, tc.instances, d)
+		})
+	}
+}
+
+// checkInvariants holds for every decision.
+func checkInvariants(t *testing.T, spec Spec, instances []Instance, d Decision) {
+	t.Helper()
+	for _, e := range d.Errant {
+		if d.Ready[e] {
+			t.Errorf("errant instance %d is ready", e)
+		}
+		if (d.Op.Kind == OpFailover || d.Op.Kind == OpSwitchover || d.Op.Kind == OpBootstrapPrimary) && d.Op.Primary == e {
+			t.Errorf("errant instance %d is promoted", e)
+		}
+	}
+	writables := 0
+	for i, in := range instances {
+		if writable(in) {
+			writables++
+		}
+		if d.Ready[i] && !reachable(in) {
+			t.Errorf("unreachable instance %d is ready", i)
+		}
+	}
+	if writables > 1 && d.Op.Kind != OpFenceWritable && d.State != Lost {
+		t.Errorf("%d writable instances and no fencing", writables)
+	}
+	if d.Op.Kind == OpFailover {
+		// No acknowledged write is lost: the candidate holds everything any reachable replica,
+		// errant or not, received from the old primary.
+		c := instances[d.Op.Primary].Status
+		got := c.Executed.Union(c.Replica.Retrieved)
+		for _, in := range instances {
+			if reachable(in) && in.Status.Replica != nil && !got.Contains(in.Status.Replica.Retrieved) {
+				t.Errorf("candidate %d lacks what %d received", d.Op.Primary, in.Index)
+			}
+		}
+	}
+}
+
+func TestDecideIsPure(t *testing.T) {
+	instances := []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9,7-1-1", "0-100-9")}
+	s := spec(0)
+	first := Decide(s, instances)
+	for range 10 {
+		if got := Decide(s, instances); fmt.Sprint(got) != fmt.Sprint(first) {
+			t.Fatalf("Decide changed its answer: %v vs %v", got, first)
+		}
+	}
+	if len(s.Errant) != 0 {
+		t.Error("Decide modified its spec")
+	}
+}
