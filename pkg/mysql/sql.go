@@ -42,7 +42,10 @@ type Source struct {
 	ConnectRetry int
 }
 
-// ChangeSource points a stopped replica at src with GTID auto-positioning.
+// ChangeSource points a stopped replica at src with GTID auto-positioning. On MariaDB it uses
+// current_pos: a demoted primary's own transactions are in its binlog position but not in its
+// replica position, so slave_pos would make it fetch them again. (Replicas are read-only, so
+// current_pos holds no local writes; an errant replica is never repointed silently.)
 func (f Flavor) ChangeSource(src Source) Statement {
 	retry := src.ConnectRetry
 	if retry <= 0 {
@@ -51,7 +54,7 @@ func (f Flavor) ChangeSource(src Source) Statement {
 	if f == MariaDB {
 		return Statement{
 			Query: "CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, " +
-				"MASTER_USE_GTID = slave_pos, MASTER_CONNECT_RETRY = ?",
+				"MASTER_USE_GTID = current_pos, MASTER_CONNECT_RETRY = ?",
 			Args: []any{src.Host, src.Port, src.User, src.Password, retry},
 		}
 	}

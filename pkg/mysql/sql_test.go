@@ -31,7 +31,7 @@ func TestStatementsPerFlavor(t *testing.T) {
 
 func TestChangeSourceKeepsPasswordOutOfTheQuery(t *testing.T) {
 	src := Source{Host: "db-0.db-headless", Port: 3306, User: "repl", Password: "s3cr'et"}
-	for f, want := range map[Flavor]string{MySQL: "SOURCE_AUTO_POSITION = 1", MariaDB: "MASTER_USE_GTID = slave_pos"} {
+	for f, want := range map[Flavor]string{MySQL: "SOURCE_AUTO_POSITION = 1", MariaDB: "MASTER_USE_GTID = current_pos"} {
 		s := f.ChangeSource(src)
 		if !strings.Contains(s.Query, want) {
 			t.Errorf("%s: %q lacks %q", f, s.Query, want)

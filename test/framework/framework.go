@@ -157,6 +157,11 @@ func Start(o Options) (cp *ControlPlane, err error) {
 	}
 	cp.Version = v.GitVersion
 
+	// CRDs go in before the controller manager starts, so that its garbage collector watches
+	// MySQLClusters from the start instead of after its next rediscovery.
+	if err := InstallCRDs(context.Background(), cp.Config, filepath.Join(RepoRoot(), "contrib", "manifests", "crds")); err != nil {
+		return cp, err
+	}
 	if err := cp.run("kube-controller-manager", "--kubeconfig", cp.Kubeconfig,
 		"--service-account-private-key-file", filepath.Join(dir, "sa.key"),
 		"--root-ca-file", filepath.Join(dir, "certs", "apiserver.crt"),
@@ -176,9 +181,6 @@ func Start(o Options) (cp *ControlPlane, err error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cp.cancel = cancel
-	if err := InstallCRDs(ctx, cp.Config, filepath.Join(RepoRoot(), "contrib", "manifests", "crds")); err != nil {
-		return cp, err
-	}
 	if err := startProvisioner(ctx, cp.Kube, filepath.Join(dir, "volumes")); err != nil {
 		return cp, err
 	}

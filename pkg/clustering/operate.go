@@ -1,0 +1,179 @@
+package clustering
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// Operator runs operations on a cluster's instances. It is the only part of the package with
+// side effects, and it only talks SQL.
+type Operator struct {
+	Flavor mysql.Flavor
+	// Instances holds one connection per member index.
+	Instances []*mysql.Instance
+	// Endpoints are where members reach each other, by index.
+	Endpoints []Endpoint
+	// ReplUser and ReplPassword are the replication account.
+	ReplUser, ReplPassword string
+	// SemiSync turns loss-less semi-sync on for primaries and replicas.
+	SemiSync bool
+	// ProtectedUsers keep their connections when a primary is fenced (the operator's own).
+	ProtectedUsers []string
+	// ApplyTimeout bounds waiting for a replica to apply what it received.
+	ApplyTimeout time.Duration
+}
+
+// Endpoint is a member's address as other members see it.
+type Endpoint struct {
+	Host string
+	Port int
+}
+
+// Run performs op. Each step is idempotent, so an operation cut short is completed by the next
+// decision rather than undone.
+func (o *Operator) Run(ctx context.Context, op Operation) error {
+	switch op.Kind {
+	case OpNone:
+		return nil
+	case OpBootstrapPrimary, OpConfigurePrimary:
+		return o.configurePrimary(ctx, op.Primary)
+	case OpConfigureReplicas:
+		return o.configureReplicas(ctx, op.Primary, op.Targets)
+	case OpFenceWritable:
+		for _, t := range op.Targets {
+			if err := o.fence(ctx, t); err != nil {
+				return err
+			}
+		}
+		return nil
+	case OpSwitchover:
+		return o.switchover(ctx, op)
+	case OpFailover:
+		return o.failover(ctx, op)
+	}
+	return fmt.Errorf("unknown operation %q", op.Kind)
+}
+
+func (o *Operator) timeout() time.Duration {
+	if o.ApplyTimeout > 0 {
+		return o.ApplyTimeout
+	}
+	return 60 * time.Second
+}
+
+// configurePrimary forgets any replication source, sets semi-sync per mode and makes the
+// instance writable, in that order: semi-sync is on before the first write is accepted.
+func (o *Operator) configurePrimary(ctx context.Context, i int) error {
+	f := o.Flavor
+	err := o.Instances[i].Exec(ctx,
+		mysql.Statement{Query: f.StopReplica()},
+		mysql.Statement{Query: f.ResetReplicaAll()},
+		mysql.Statement{Query: f.SemiSyncReplica(false)},
+		f.SemiSyncSource(o.SemiSync, 1),
+		mysql.Statement{Query: f.SetReadOnly(false)},
+	)
+	if err != nil {
+		return fmt.Errorf("configure primary %d: %w", i, err)
+	}
+	return nil
+}
+
+// configureReplicas makes each target a read-only replica of primary.
+func (o *Operator) configureReplicas(ctx context.Context, primary int, targets []int) error {
+	f := o.Flavor
+	src := mysql.Source{Host: o.Endpoints[primary].Host, Port: o.Endpoints[primary].Port, User: o.ReplUser, Password: o.ReplPassword, ConnectRetry: 1}
+	var errs []error
+	for _, t := range targets {
+		err := o.Instances[t].Exec(ctx,
+			mysql.Statement{Query: f.SetReadOnly(true)},
+			mysql.Statement{Query: f.StopReplica()},
+			f.SemiSyncSource(false, 0),
+			mysql.Statement{Query: f.SemiSyncReplica(o.SemiSync)},
+			f.ChangeSource(src),
+			mysql.Statement{Query: f.StartReplica()},
+		)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("configure replica %d of %d: %w", t, primary, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fence makes an instance read-only and ends its client connections.
+func (o *Operator) fence(ctx context.Context, i int) error {
+	in := o.Instances[i]
+	if err := in.ExecSQL(ctx, o.Flavor.SetReadOnly(true)); err != nil {
+		return fmt.Errorf("fence %d: %w", i, err)
+	}
+	if _, err := in.KillClientConnections(ctx, o.ProtectedUsers...); err != nil {
+		return fmt.Errorf("fence %d: %w", i, err)
+	}
+	return nil
+}
+
+// switchover moves the primary role from op.From to op.Primary without losing a write: the old
+// primary stops accepting writes, the new one applies everything the old one has, and only then
+// becomes writable. If the new one cannot catch up in time, the old one is made writable again.
+func (o *Operator) switchover(ctx context.Context, op Operation) error {
+	from, to := op.From, op.Primary
+	if err := o.fence(ctx, from); err != nil {
+		return err
+	}
+	st, err := o.Instances[from].Status(ctx)
+	if err != nil {
+		return fmt.Errorf("switchover: read old primary: %w", err)
+	}
+	if err := o.Instances[to].WaitForGTID(ctx, st.Executed, o.timeout()); err != nil {
+		if undo := o.Instances[from].ExecSQL(ctx, o.Flavor.SetReadOnly(false)); undo != nil {
+			return errors.Join(fmt.Errorf("switchover to %d: %w", to, err), fmt.Errorf("make %d writable again: %w", from, undo))
+		}
+		return fmt.Errorf("switchover to %d: %w; %d stays primary", to, err, from)
+	}
+	if err := o.configurePrimary(ctx, to); err != nil {
+		return err
+	}
+	return o.configureReplicas(ctx, to, op.Targets)
+}
+
+// failover promotes op.Primary after the old primary died: every reachable replica stops
+// receiving (so a primary that is only cut off from us gets no more acknowledgements and
+// cannot commit), the candidate applies everything it received, then it is promoted and the
+// other reachable replicas follow it. Unreachable targets are left to later decisions.
+func (o *Operator) failover(ctx context.Context, op Operation) error {
+	f := o.Flavor
+	var reachable []int
+	for _, t := range append([]int{op.Primary}, op.Targets...) {
+		if t == op.From {
+			continue
+		}
+		if err := o.Instances[t].ExecSQL(ctx, f.StopReplicaIO()); err != nil {
+			if t == op.Primary {
+				return fmt.Errorf("failover: stop receiving on candidate %d: %w", t, err)
+			}
+			continue
+		}
+		if t != op.Primary {
+			reachable = append(reachable, t)
+		}
+	}
+	cand := o.Instances[op.Primary]
+	st, err := cand.Status(ctx)
+	if err != nil {
+		return fmt.Errorf("failover: read candidate %d: %w", op.Primary, err)
+	}
+	// Wait for what it received: the GTID wait functions compare against the replica's
+	// applied position (MariaDB) or executed set (MySQL), both of which the relay log feeds.
+	if st.Replica != nil && st.Replica.Retrieved != nil && !st.Replica.Retrieved.IsEmpty() {
+		if err := cand.WaitForGTID(ctx, st.Replica.Retrieved, o.timeout()); err != nil {
+			return fmt.Errorf("failover: candidate %d applying what it received: %w", op.Primary, err)
+		}
+	}
+	if err := o.configurePrimary(ctx, op.Primary); err != nil {
+		return err
+	}
+	return o.configureReplicas(ctx, op.Primary, reachable)
+}
