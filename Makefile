@@ -53,6 +53,10 @@ test-integration: tools ## Run the integration suite against a real control plan
 bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings; prints a table.
 	$(GO) run ./test/bench/reconcile -clusters '$(CLUSTERS)' -qps '$(QPS)'
 
+.PHONY: bench-failover
+bench-failover: ## Failover benchmark on real MariaDB: SIGKILL of the primary to the first acknowledged write, 20 runs.
+	$(GO) run ./test/bench/failover -runs 20
+
 .PHONY: dev-cluster
 dev-cluster: tools build ## Main job: a local control plane with kwok nodes, the operator and an example cluster (foreground; Ctrl-C stops it).
 	$(GO) run ./test/devcluster

@@ -2,6 +2,7 @@ package clustering
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,7 +18,9 @@ type Manager struct {
 	// ProbeTimeout bounds reading one instance's state.
 	ProbeTimeout time.Duration
 
-	primary         int
+	primary int
+	// published is primary for readers on other goroutines (Primary).
+	published       atomic.Int64
 	errant          []int
 	primaryFailures int
 	switchoverTo    int
@@ -25,11 +28,13 @@ type Manager struct {
 
 // NewManager returns a manager for a cluster with no recorded primary.
 func NewManager(op *Operator, members int) *Manager {
-	return &Manager{Operator: op, Members: members, FailoverAfter: 2, ProbeTimeout: 2 * time.Second, primary: -1, switchoverTo: -1}
+	m := &Manager{Operator: op, Members: members, FailoverAfter: 2, ProbeTimeout: 2 * time.Second, primary: -1, switchoverTo: -1}
+	m.published.Store(-1)
+	return m
 }
 
-// Primary is the recorded primary, -1 if none.
-func (m *Manager) Primary() int { return m.primary }
+// Primary is the recorded primary, -1 if none. Safe to call while Step runs.
+func (m *Manager) Primary() int { return int(m.published.Load()) }
 
 // RequestSwitchover asks for to to become the primary at the next steps.
 func (m *Manager) RequestSwitchover(to int) { m.switchoverTo = to }
@@ -76,6 +81,7 @@ func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	}
 	if d.Primary >= 0 {
 		m.primary = d.Primary
+		m.published.Store(int64(d.Primary))
 	}
 	if d.Op.Kind == OpSwitchover || m.switchoverTo == m.primary {
 		m.switchoverTo = -1

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -106,100 +105,27 @@ func (c *cluster) assertConverged(primary int, replicas ...int) {
 	}
 }
 
-// App account used by the writer: like a real application's, it lacks READ ONLY ADMIN, so
-// read_only binds it (on MariaDB, read_only does not bind accounts holding that privilege,
-// which ALL PRIVILEGES includes).
-const appUser, appPassword = "app", "app-Pa55"
-
 func createApp(t *testing.T, c *cluster, primary int) {
 	t.Helper()
-	exec(t, c.db(primary), "CREATE DATABASE app")
-	exec(t, c.db(primary), "CREATE TABLE app.t (id INT PRIMARY KEY, v TEXT)")
-	exec(t, c.db(primary), "CREATE USER ?@? IDENTIFIED BY ?", appUser, "%", appPassword)
-	exec(t, c.db(primary), "GRANT SELECT, INSERT ON app.* TO ?@?", appUser, "%")
-}
-
-// writer inserts rows into app.t on whichever server is the primary, records every commit the
-// server acknowledged, and reports the first acknowledged write after each change of primary.
-type writer struct {
-	mu      sync.Mutex
-	acked   []int
-	firstOn map[int]time.Time
-	stop    chan struct{}
-	done    chan struct{}
-}
-
-func startWriter(c *cluster, primary func() int) *writer {
-	w := &writer{firstOn: map[int]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
-	dbs := map[int]*sql.DB{}
-	for i := range c.servers {
-		db, err := mysql.Open(mysql.ConnConfig{Addr: c.servers[i].Addr(), User: appUser, Password: appPassword, Timeout: time.Second})
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		c.t.Cleanup(func() { db.Close() })
-		dbs[i] = db
+	if err := mariadb.CreateApp(context.Background(), c.db(primary)); err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		defer close(w.done)
-		for id := 1_000_000; ; id++ {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			p := primary()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := dbs[p].ExecContext(ctx, "INSERT INTO app.t VALUES (?, 'w')", id)
-			cancel()
-			if err != nil {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			w.mu.Lock()
-			w.acked = append(w.acked, id)
-			if _, seen := w.firstOn[p]; !seen {
-				w.firstOn[p] = time.Now()
-			}
-			w.mu.Unlock()
-		}
-	}()
+}
+
+func startWriter(t *testing.T, c *cluster) *mariadb.Writer {
+	t.Helper()
+	w, err := mariadb.StartWriter(c.servers, c.m.Primary)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return w
 }
 
-func (w *writer) Stop() []int {
-	close(w.stop)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return slices.Clone(w.acked)
-}
-
-func (w *writer) count() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.acked)
-}
-
-// lost returns the acknowledged ids missing on server i.
 func (c *cluster) lost(i int, acked []int) []int {
 	c.t.Helper()
-	rows, err := c.db(i).Query("SELECT id FROM app.t WHERE id >= 1000000")
+	missing, err := mariadb.Lost(context.Background(), c.db(i), acked)
 	if err != nil {
 		c.t.Fatal(err)
-	}
-	defer rows.Close()
-	have := map[int]bool{}
-	for rows.Next() {
-		var id int
-		_ = rows.Scan(&id)
-		have[id] = true
-	}
-	var missing []int
-	for _, id := range acked {
-		if !have[id] {
-			missing = append(missing, id)
-		}
 	}
 	return missing
 }
@@ -225,13 +151,13 @@ func TestClusterLifecycleOnMariaDB(t *testing.T) {
 	}
 
 	// Switchover while a writer runs: every acknowledged write survives.
-	w := startWriter(c, c.m.Primary)
-	for w.count() < 50 {
+	w := startWriter(t, c)
+	for w.Acked() < 50 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	c.m.RequestSwitchover(1)
 	c.converge("switchover to 1", 30*time.Second, healthy(1))
-	for w.count() < 100 {
+	for w.Acked() < 100 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	acked := w.Stop()
@@ -244,8 +170,8 @@ func TestClusterLifecycleOnMariaDB(t *testing.T) {
 	}
 
 	// Failover: SIGKILL the primary while the writer commits.
-	w = startWriter(c, c.m.Primary)
-	for w.count() < 100 {
+	w = startWriter(t, c)
+	for w.Acked() < 100 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	killed := time.Now()
@@ -254,13 +180,11 @@ func TestClusterLifecycleOnMariaDB(t *testing.T) {
 		return d.Primary != 1 && d.Primary >= 0 && d.Ready[d.Primary]
 	})
 	newPrimary := d.Primary
-	for w.count() < len(acked)+150 && time.Since(killed) < 30*time.Second {
+	for w.Acked() < len(acked)+150 && time.Since(killed) < 30*time.Second {
 		time.Sleep(10 * time.Millisecond)
 	}
 	acked = w.Stop()
-	w.mu.Lock()
-	first := w.firstOn[newPrimary]
-	w.mu.Unlock()
+	first := w.FirstAckOn(newPrimary)
 	if first.IsZero() {
 		t.Fatalf("no write was acknowledged by the new primary %d", newPrimary)
 	}

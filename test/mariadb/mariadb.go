@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -35,6 +34,17 @@ const (
 	startupDeadline = 30 * time.Second
 )
 
+// T is the part of testing.TB the helper uses, so that benchmarks outside `go test` can run
+// servers too.
+type T interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+	TempDir() string
+	Cleanup(func())
+}
+
 // Server is one running (or stopped) mariadbd.
 type Server struct {
 	// Index is the server's ordinal; its server_id is BaseServerID + Index.
@@ -45,7 +55,7 @@ type Server struct {
 	// MyCnf is the configuration file the server reads first.
 	MyCnf string
 
-	t    testing.TB
+	t    T
 	cmd  *exec.Cmd
 	done chan struct{}
 	db   *sql.DB
@@ -75,7 +85,7 @@ func Binary() (string, error) {
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // Start initialises and starts n servers.
-func Start(t testing.TB, n int, o Options) []*Server {
+func Start(t T, n int, o Options) []*Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
