@@ -1,20 +1,122 @@
-// Command mysql-agent runs beside every MySQL server: it initialises the data directory, serves
-// probes and the operator's API. This build only reports its version; the init and serve
-// commands come with the clustering work (see docs/architecture.md, "Status").
+// Command mysql-agent runs in every MySQL pod. Subcommands:
+//
+//	install   copy this binary into a shared volume (first init container, agent image)
+//	init      render the member's my.cnf, initialise an empty datadir with the flavor's own
+//	          tool and create the internal accounts (second init container, server image)
+//	version   print the version
+//
+// `serve` (probes, the operator's API, metrics) comes with the clustering integration.
+// Credentials are read from files of the mounted Secret, never from flags or the environment.
 package main
 
 import (
+	"context"
+	goflag "flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
 
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/version"
 )
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "version" || os.Args[1] == "--version") {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "version", "--version":
 		fmt.Println("mysql-agent", version.String())
 		return
+	case "install":
+		err = install(os.Args[2:])
+	case "init":
+		err = initCmd(ctx, os.Args[2:])
+	default:
+		usage()
+		os.Exit(2)
 	}
-	fmt.Fprintln(os.Stderr, "mysql-agent: only `mysql-agent version` is implemented in this build")
-	os.Exit(2)
+	klog.Flush()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mysql-agent:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: mysql-agent install|init|version [flags]")
+}
+
+func flagSet(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ExitOnError)
+	klogFlags := goflag.NewFlagSet("klog", goflag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	return fs
+}
+
+func install(args []string) error {
+	fs := flagSet("install")
+	dest := fs.String("dest", "/opt/mysqlop/bin", "directory to copy mysql-agent into")
+	_ = fs.Parse(args)
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own binary: %w", err)
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return fmt.Errorf("open own binary: %w", err)
+	}
+	defer in.Close()
+	if err := os.MkdirAll(*dest, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", *dest, err)
+	}
+	target := filepath.Join(*dest, "mysql-agent")
+	tmp := target + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy to %s: %w", tmp, err)
+	}
+	if err := out.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	return os.Rename(tmp, target)
+}
+
+func initCmd(ctx context.Context, args []string) error {
+	fs := flagSet("init")
+	o := agent.InitOptions{PodName: os.Getenv("POD_NAME")}
+	flavor := fs.String("flavor", "mysql", "server flavor: mysql or mariadb")
+	fs.Int64Var(&o.BaseServerID, "base-server-id", 100, "server_id of ordinal 0")
+	fs.StringVar(&o.ConfigTemplate, "config-template", "/etc/mysqlop/config/my.cnf", "the operator's my.cnf")
+	fs.StringVar(&o.ConfDir, "conf-dir", "/etc/mysqlop/conf", "where my.cnf and conf.d/server.cnf are written")
+	fs.StringVar(&o.DataDir, "datadir", "/var/lib/mysql/data", "data directory")
+	fs.StringVar(&o.CredentialsDir, "credentials-dir", "/etc/mysqlop/credentials", "mounted credentials Secret")
+	fs.StringVar(&o.PodName, "pod-name", o.PodName, "pod name (default $POD_NAME, from the downward API)")
+	fs.StringVar(&o.User, "user", "", "--user for the server tools (only when running as root)")
+	fs.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "limit for creating the internal accounts")
+	_ = fs.Parse(args)
+	switch mysql.Flavor(*flavor) {
+	case mysql.MySQL, mysql.MariaDB:
+		o.Flavor = mysql.Flavor(*flavor)
+	default:
+		return fmt.Errorf("unknown --flavor %q", *flavor)
+	}
+	return agent.Init(ctx, o)
 }

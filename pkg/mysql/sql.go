@@ -236,3 +236,11 @@ func quoteIdentOrStar(name string) string {
 	}
 	return QuoteIdent(name)
 }
+
+// Internal accounts, created by the agent's init step on every member.
+const (
+	// OperatorUser is the account the operator and the agent administer the server with.
+	OperatorUser = "mysqlop"
+	// ReplicationUser is the account replicas connect to their source with.
+	ReplicationUser = "repl"
+)

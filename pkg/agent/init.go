@@ -1,0 +1,270 @@
+// Package agent is the per-pod side of the operator. Init prepares a member before its server
+// starts: it renders the member's configuration, initialises an empty data directory with the
+// flavor's own tool, and creates the internal accounts with passwords read from the mounted
+// credentials Secret. Passwords reach the server only over its local socket as statement
+// arguments: never in an environment variable, a command line or a log line.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// Credential file names in the credentials directory (keys of the credentials Secret).
+const (
+	FileRootPassword        = "root-password"
+	FileReplicationPassword = "replication-password"
+	FileOperatorPassword    = "operator-password"
+)
+
+// InitOptions configure Init.
+type InitOptions struct {
+	Flavor mysql.Flavor
+	// PodName is the StatefulSet pod name; its ordinal gives the server_id.
+	PodName      string
+	BaseServerID int64
+	// ConfigTemplate is the operator's my.cnf (the ConfigMap); ConfDir receives my.cnf and
+	// conf.d/server.cnf with the per-member settings.
+	ConfigTemplate string
+	ConfDir        string
+	DataDir        string
+	CredentialsDir string
+	// User, when set, is passed to the server tools as --user (only needed when running as root).
+	User string
+	// Timeout bounds the temporary server used to create the accounts.
+	Timeout time.Duration
+}
+
+// Ordinal returns the StatefulSet ordinal at the end of a pod name.
+func Ordinal(podName string) (int, error) {
+	i := strings.LastIndexByte(podName, '-')
+	if i < 0 {
+		return 0, fmt.Errorf("pod name %q has no ordinal", podName)
+	}
+	n, err := strconv.Atoi(podName[i+1:])
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("pod name %q has no ordinal", podName)
+	}
+	return n, nil
+}
+
+// Init prepares the member. It is idempotent: the configuration is rendered every time, an
+// initialised data directory is left alone.
+func Init(ctx context.Context, o InitOptions) error {
+	logger := klog.FromContext(ctx)
+	ord, err := Ordinal(o.PodName)
+	if err != nil {
+		return err
+	}
+	serverID := o.BaseServerID + int64(ord)
+	cnf, err := renderConfig(o, serverID)
+	if err != nil {
+		return err
+	}
+	if initialised(o.DataDir) {
+		logger.Info("Data directory already initialised", "datadir", o.DataDir, "serverID", serverID)
+		return nil
+	}
+	creds, err := readCredentials(o.CredentialsDir)
+	if err != nil {
+		return err
+	}
+	logger.Info("Initialising the data directory", "datadir", o.DataDir, "flavor", o.Flavor, "serverID", serverID)
+	if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
+		return fmt.Errorf("create datadir: %w", err)
+	}
+	if err := installDataDir(ctx, o, cnf); err != nil {
+		return err
+	}
+	if err := createAccounts(ctx, o, cnf, creds); err != nil {
+		// A half-initialised datadir would be taken as done next time: remove it.
+		_ = os.RemoveAll(o.DataDir)
+		return err
+	}
+	logger.Info("Data directory initialised", "datadir", o.DataDir)
+	return nil
+}
+
+func renderConfig(o InitOptions, serverID int64) (string, error) {
+	tpl, err := os.ReadFile(o.ConfigTemplate)
+	if err != nil {
+		return "", fmt.Errorf("read config template: %w", err)
+	}
+	confd := filepath.Join(o.ConfDir, "conf.d")
+	if err := os.MkdirAll(confd, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", confd, err)
+	}
+	cnf := filepath.Join(o.ConfDir, "my.cnf")
+	if err := os.WriteFile(cnf, tpl, 0o644); err != nil {
+		return "", fmt.Errorf("write my.cnf: %w", err)
+	}
+	server := fmt.Sprintf("# Written by mysql-agent init for %s.\n[mysqld]\nserver_id = %d\nreport_host = %s\n", o.PodName, serverID, o.PodName)
+	if err := os.WriteFile(filepath.Join(confd, "server.cnf"), []byte(server), 0o644); err != nil {
+		return "", fmt.Errorf("write server.cnf: %w", err)
+	}
+	return cnf, nil
+}
+
+// initialised: both flavors create the mysql system schema directory.
+func initialised(dataDir string) bool {
+	st, err := os.Stat(filepath.Join(dataDir, "mysql"))
+	return err == nil && st.IsDir()
+}
+
+type credentials struct{ root, replication, operator string }
+
+func readCredentials(dir string) (credentials, error) {
+	read := func(name string) (string, error) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return "", fmt.Errorf("read credential %s: %w", name, err)
+		}
+		v := strings.TrimRight(string(b), "\r\n")
+		if v == "" {
+			return "", fmt.Errorf("credential %s is empty", name)
+		}
+		return v, nil
+	}
+	var c credentials
+	var err error
+	if c.root, err = read(FileRootPassword); err != nil {
+		return c, err
+	}
+	if c.replication, err = read(FileReplicationPassword); err != nil {
+		return c, err
+	}
+	c.operator, err = read(FileOperatorPassword)
+	return c, err
+}
+
+func (o InitOptions) userArgs() []string {
+	if o.User == "" {
+		return nil
+	}
+	return []string{"--user=" + o.User}
+}
+
+// installDataDir runs the flavor's initialiser: it creates the system schema with a root
+// account that has no password and exists only on the local socket.
+func installDataDir(ctx context.Context, o InitOptions, cnf string) error {
+	var cmd *exec.Cmd
+	if o.Flavor == mysql.MariaDB {
+		cmd = exec.CommandContext(ctx, "mariadb-install-db", append([]string{"--defaults-file=" + cnf, "--datadir=" + o.DataDir,
+			"--skip-test-db", "--auth-root-authentication-method=normal"}, o.userArgs()...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, "mysqld", append([]string{"--defaults-file=" + cnf, "--datadir=" + o.DataDir,
+			"--initialize-insecure"}, o.userArgs()...)...)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initialise datadir with %s: %w: %s", cmd.Args[0], err, tail(out, 2000))
+	}
+	return nil
+}
+
+// createAccounts starts the server without networking, sets the root password and creates the
+// operator and replication accounts, with binary logging off for the session (so that these
+// are not transactions replicas replay), then shuts the server down.
+func createAccounts(ctx context.Context, o InitOptions, cnf string, c credentials) error {
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	sock := filepath.Join(o.DataDir, "init.sock")
+	bin := "mysqld"
+	if o.Flavor == mysql.MariaDB {
+		bin = "mariadbd"
+	}
+	srv := exec.Command(bin, append([]string{"--defaults-file=" + cnf, "--datadir=" + o.DataDir,
+		"--skip-networking", "--socket=" + sock, "--skip-slave-start"}, o.userArgs()...)...)
+	logPath := filepath.Join(o.DataDir, "init-server.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", logPath, err)
+	}
+	defer logf.Close()
+	srv.Stdout, srv.Stderr = logf, logf
+	if err := srv.Start(); err != nil {
+		return fmt.Errorf("start %s for init: %w", bin, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
+	stop := func() error {
+		select {
+		case err := <-exited:
+			return err
+		case <-time.After(60 * time.Second):
+			_ = srv.Process.Kill()
+			return errors.New("init server did not shut down")
+		}
+	}
+
+	db, err := mysql.Open(mysql.ConnConfig{Addr: sock, Socket: true, User: "root", Timeout: 5 * time.Second})
+	if err != nil {
+		_ = srv.Process.Kill()
+		return err
+	}
+	defer db.Close()
+	// One connection for everything: after root's password is set, a new connection as root
+	// without it would be refused, and SHUTDOWN must run on the old one.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	for {
+		if err := db.PingContext(ctx); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			b, _ := os.ReadFile(logPath)
+			return fmt.Errorf("init server exited: %v: %s", err, tail(b, 2000))
+		case <-ctx.Done():
+			_ = srv.Process.Kill()
+			return fmt.Errorf("init server not up: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	in := &mysql.Instance{DB: db, Flavor: o.Flavor}
+	err = in.Exec(ctx,
+		mysql.Statement{Query: "SET SESSION sql_log_bin = 0"},
+		mysql.CreateUser(mysql.OperatorUser, "%", c.operator),
+		mysql.Statement{Query: "GRANT ALL PRIVILEGES ON *.* TO ?@? WITH GRANT OPTION", Args: []any{mysql.OperatorUser, "%"}},
+		mysql.CreateUser(mysql.ReplicationUser, "%", c.replication),
+		mysql.Statement{Query: "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO ?@?", Args: []any{mysql.ReplicationUser, "%"}},
+		mysql.AlterUserPassword("root", "localhost", c.root),
+	)
+	if err != nil {
+		_ = srv.Process.Kill()
+		<-exited
+		return fmt.Errorf("create internal accounts: %w", err)
+	}
+	if _, err := db.ExecContext(ctx, "SHUTDOWN"); err != nil {
+		_ = srv.Process.Kill()
+	}
+	if err := stop(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			return fmt.Errorf("stop init server: %w", err)
+		}
+	}
+	_ = os.Remove(logPath)
+	return nil
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
