@@ -3,9 +3,9 @@
 //	install   copy this binary into a shared volume (first init container, agent image)
 //	init      render the member's my.cnf, initialise an empty datadir with the flavor's own
 //	          tool and create the internal accounts (second init container, server image)
+//	serve     probes, the operator's status API and metrics, beside the server
 //	version   print the version
 //
-// `serve` (probes, the operator's API, metrics) comes with the clustering integration.
 // Credentials are read from files of the mounted Secret, never from flags or the environment.
 package main
 
@@ -14,9 +14,11 @@ import (
 	goflag "flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,6 +46,8 @@ func main() {
 		err = install(os.Args[2:])
 	case "init":
 		err = initCmd(ctx, os.Args[2:])
+	case "serve":
+		err = serve(ctx, os.Args[2:])
 	default:
 		usage()
 		os.Exit(2)
@@ -56,7 +60,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: mysql-agent install|init|version [flags]")
+	fmt.Fprintln(os.Stderr, "usage: mysql-agent install|init|serve|version [flags]")
 }
 
 func flagSet(name string) *pflag.FlagSet {
@@ -119,4 +123,60 @@ func initCmd(ctx context.Context, args []string) error {
 		return fmt.Errorf("unknown --flavor %q", *flavor)
 	}
 	return agent.Init(ctx, o)
+}
+
+func serve(ctx context.Context, args []string) error {
+	fs := flagSet("serve")
+	flavor := fs.String("flavor", "mysql", "server flavor: mysql or mariadb")
+	listen := fs.String("listen", ":9080", "address of the probes and the API")
+	metricsListen := fs.String("metrics-listen", ":9104", "address of /metrics")
+	socket := fs.String("socket", "/run/mysqld/mysqld.sock", "the server's socket")
+	credDir := fs.String("credentials-dir", "/etc/mysqlop/credentials", "mounted credentials Secret")
+	_ = fs.Parse(args)
+	f := mysql.Flavor(*flavor)
+	if f != mysql.MySQL && f != mysql.MariaDB {
+		return fmt.Errorf("unknown --flavor %q", *flavor)
+	}
+	password, err := readFile(filepath.Join(*credDir, agent.FileOperatorPassword))
+	if err != nil {
+		return err
+	}
+	token, err := readFile(filepath.Join(*credDir, agent.FileAgentToken))
+	if err != nil {
+		return err
+	}
+	db, err := mysql.Open(mysql.ConnConfig{Addr: *socket, Socket: true, User: mysql.OperatorUser, Password: password})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	srv := agent.NewServer(&mysql.Instance{DB: db, Flavor: f}, token)
+	servers := []*http.Server{
+		{Addr: *listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second},
+		{Addr: *metricsListen, Handler: srv.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second},
+	}
+	errc := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errc <- s.ListenAndServe() }()
+	}
+	klog.InfoS("Serving", "listen", *listen, "metrics", *metricsListen)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		_ = s.Shutdown(shutdown)
+	}
+	return nil
+}
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
 }

@@ -26,6 +26,7 @@ const (
 	FileRootPassword        = "root-password"
 	FileReplicationPassword = "replication-password"
 	FileOperatorPassword    = "operator-password"
+	FileAgentToken          = "agent-token"
 )
 
 // InitOptions configure Init.

@@ -179,6 +179,13 @@ func TestInitOnMariaDB(t *testing.T) {
 	if err := rootPw.Ping(); err != nil {
 		t.Errorf("root with its password: %v", err)
 	}
+	// The agent's serve connects over the socket as the operator account.
+	opSock, _ := mysql.Open(mysql.ConnConfig{Addr: m.sock, Socket: true, User: mysql.OperatorUser, Password: creds[agent.FileOperatorPassword]})
+	defer opSock.Close()
+	var who string
+	if err := opSock.QueryRow("SELECT CURRENT_USER()").Scan(&who); err != nil || !strings.HasPrefix(who, mysql.OperatorUser+"@") {
+		t.Errorf("operator over the socket: %q %v", who, err)
+	}
 	if _, err := op.Exec("CREATE DATABASE keep"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,186 @@
+package agent
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// Server is the agent's HTTP side: probes and the operator's API on one listener, metrics on
+// another.
+//
+//	GET /healthz        200 while the agent runs (the server's own liveness is a TCP probe)
+//	GET /readyz         200 when mysqld answers and plays a role correctly: writable (a
+//	                    primary), or read-only with both replication threads running (a replica)
+//	GET /api/v1/status  the instance's state as JSON; needs "Authorization: Bearer <agent token>"
+//	GET /metrics        (metrics listener) up, read_only, replication threads, lag
+type Server struct {
+	in      *mysql.Instance
+	token   []byte
+	timeout time.Duration
+	reg     *prometheus.Registry
+}
+
+// NewServer serves in; token is the agent token from the credentials Secret.
+func NewServer(in *mysql.Instance, token string) *Server {
+	s := &Server{in: in, token: []byte(token), timeout: 3 * time.Second, reg: prometheus.NewRegistry()}
+	s.reg.MustRegister(&collector{s: s})
+	return s
+}
+
+// Handler serves the probes and the API.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /api/v1/status", s.status)
+	return mux
+}
+
+// MetricsHandler serves the metrics.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (s *Server) read(ctx context.Context) (*mysql.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	return s.in.Status(ctx)
+}
+
+// Ready says whether an instance in state st plays a role correctly, and if not, why.
+func Ready(st *mysql.Status) (bool, string) {
+	if !st.ReadOnly {
+		return true, "primary"
+	}
+	r := st.Replica
+	switch {
+	case r == nil:
+		return false, "read-only and not replicating: waiting for the operator to configure it"
+	case !r.IORunning || !r.SQLRunning:
+		reason := "replication threads are not running"
+		if e := strings.TrimSpace(r.LastSQLError + " " + r.LastIOError); e != "" {
+			reason += ": " + e
+		}
+		return false, reason
+	}
+	return true, "replica"
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	st, err := s.read(r.Context())
+	if err != nil {
+		http.Error(w, "mysqld does not answer", http.StatusServiceUnavailable)
+		return
+	}
+	if ok, why := Ready(st); !ok {
+		http.Error(w, why, http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+// StatusJSON is the JSON form of mysql.Status served by the API.
+type StatusJSON struct {
+	ServerID             uint32       `json:"serverId"`
+	Version              string       `json:"version"`
+	ReadOnly             bool         `json:"readOnly"`
+	SuperReadOnly        bool         `json:"superReadOnly"`
+	Executed             string       `json:"executed"`
+	Purged               string       `json:"purged"`
+	SemiSyncSource       bool         `json:"semiSyncSource"`
+	SemiSyncReplica      bool         `json:"semiSyncReplica"`
+	SemiSyncSourceActive bool         `json:"semiSyncSourceActive"`
+	Replica              *ReplicaJSON `json:"replica,omitempty"`
+	Ready                bool         `json:"ready"`
+	Reason               string       `json:"reason"`
+}
+
+// ReplicaJSON is the JSON form of mysql.ReplicaStatus.
+type ReplicaJSON struct {
+	SourceHost   string `json:"sourceHost"`
+	SourcePort   int    `json:"sourcePort"`
+	IORunning    bool   `json:"ioRunning"`
+	SQLRunning   bool   `json:"sqlRunning"`
+	LastIOError  string `json:"lastIOError,omitempty"`
+	LastSQLError string `json:"lastSQLError,omitempty"`
+	Retrieved    string `json:"retrieved"`
+	LagSeconds   *int64 `json:"lagSeconds,omitempty"`
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || len(s.token) == 0 || subtle.ConstantTimeCompare([]byte(got), s.token) != 1 {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	st, err := s.read(r.Context())
+	if err != nil {
+		http.Error(w, "mysqld does not answer", http.StatusServiceUnavailable)
+		return
+	}
+	ready, reason := Ready(st)
+	out := StatusJSON{
+		ServerID: st.ServerID, Version: st.Version, ReadOnly: st.ReadOnly, SuperReadOnly: st.SuperReadOnly,
+		Executed: st.Executed.String(), Purged: st.Purged.String(), SemiSyncSource: st.SemiSyncSource,
+		SemiSyncReplica: st.SemiSyncReplica, SemiSyncSourceActive: st.SemiSyncSourceActive, Ready: ready, Reason: reason,
+	}
+	if rs := st.Replica; rs != nil {
+		out.Replica = &ReplicaJSON{SourceHost: rs.SourceHost, SourcePort: rs.SourcePort, IORunning: rs.IORunning, SQLRunning: rs.SQLRunning,
+			LastIOError: rs.LastIOError, LastSQLError: rs.LastSQLError, Retrieved: rs.Retrieved.String(), LagSeconds: rs.LagSeconds}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// collector reads the instance at scrape time, so metrics are never stale.
+type collector struct{ s *Server }
+
+var (
+	descUp       = prometheus.NewDesc("mysqlop_agent_mysql_up", "1 when mysqld answers.", nil, nil)
+	descReadOnly = prometheus.NewDesc("mysqlop_agent_mysql_read_only", "1 when the instance is read-only.", nil, nil)
+	descReady    = prometheus.NewDesc("mysqlop_agent_ready", "1 when the instance plays a role correctly.", nil, nil)
+	descIO       = prometheus.NewDesc("mysqlop_agent_replica_io_running", "1 when the replication IO thread runs.", nil, nil)
+	descSQL      = prometheus.NewDesc("mysqlop_agent_replica_sql_running", "1 when the replication SQL thread runs.", nil, nil)
+	descLag      = prometheus.NewDesc("mysqlop_agent_replica_lag_seconds", "Seconds behind the source.", nil, nil)
+)
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descUp, descReadOnly, descReady, descIO, descSQL, descLag} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	b := func(v bool) float64 {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	st, err := c.s.read(context.Background())
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b(err == nil))
+	if err != nil {
+		return
+	}
+	ready, _ := Ready(st)
+	ch <- prometheus.MustNewConstMetric(descReadOnly, prometheus.GaugeValue, b(st.ReadOnly))
+	ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, b(ready))
+	if r := st.Replica; r != nil {
+		ch <- prometheus.MustNewConstMetric(descIO, prometheus.GaugeValue, b(r.IORunning))
+		ch <- prometheus.MustNewConstMetric(descSQL, prometheus.GaugeValue, b(r.SQLRunning))
+		if r.LagSeconds != nil {
+			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(*r.LagSeconds))
+		}
+	}
+}

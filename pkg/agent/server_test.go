@@ -1,0 +1,98 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/test/mariadb"
+)
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestServeOnMariaDB(t *testing.T) {
+	servers := mariadb.Start(t, 2, mariadb.Options{})
+	primary, replica := servers[0], servers[1]
+	const token = "agent-Token-9"
+	api := httptest.NewServer(agent.NewServer(replica.Admin(), token).Handler())
+	defer api.Close()
+	metrics := httptest.NewServer(agent.NewServer(replica.Admin(), token).MetricsHandler())
+	defer metrics.Close()
+
+	if code, _ := get(t, api.URL+"/healthz", ""); code != 200 {
+		t.Errorf("healthz %d", code)
+	}
+	// A fresh member is read-only and not replicating: not ready until the operator sets it up.
+	if code, body := get(t, api.URL+"/readyz", ""); code != 503 || !strings.Contains(body, "not replicating") {
+		t.Errorf("readyz of an unconfigured member: %d %q", code, body)
+	}
+	f := mysql.MariaDB
+	if err := replica.Admin().Exec(context.Background(),
+		f.ChangeSource(mysql.Source{Host: "127.0.0.1", Port: primary.Port, User: mariadb.ReplUser, Password: mariadb.ReplPassword, ConnectRetry: 1}),
+		mysql.Statement{Query: f.StartReplica()}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := 0
+	for code, _ := get(t, api.URL+"/readyz", ""); code != 200; code, _ = get(t, api.URL+"/readyz", "") {
+		if deadline++; deadline > 200 {
+			t.Fatal("replica never became ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if code, _ := get(t, api.URL+"/api/v1/status", ""); code != 401 {
+		t.Errorf("status without a token: %d", code)
+	}
+	if code, _ := get(t, api.URL+"/api/v1/status", "wrong"); code != 401 {
+		t.Errorf("status with a wrong token: %d", code)
+	}
+	code, body := get(t, api.URL+"/api/v1/status", token)
+	var st agent.StatusJSON
+	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
+		t.Fatalf("status: %d %s", code, body)
+	}
+	if !st.ReadOnly || !st.Ready || st.Replica == nil || st.Replica.SourcePort != primary.Port || st.ServerID != uint32(replica.ServerID()) {
+		t.Errorf("status %+v", st)
+	}
+	if strings.Contains(body, mariadb.ReplPassword) || strings.Contains(body, mariadb.AdminPassword) {
+		t.Error("the status API shows a password")
+	}
+
+	_, m := get(t, metrics.URL+"/metrics", "")
+	for _, want := range []string{"mysqlop_agent_mysql_up 1", "mysqlop_agent_ready 1", "mysqlop_agent_replica_io_running 1", "mysqlop_agent_mysql_read_only 1"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+
+	replica.Kill()
+	if code, body := get(t, api.URL+"/readyz", ""); code != 503 || !strings.Contains(body, "does not answer") {
+		t.Errorf("readyz with mysqld down: %d %q", code, body)
+	}
+	if code, _ := get(t, api.URL+"/healthz", ""); code != 200 {
+		t.Errorf("healthz with mysqld down: %d (the agent itself is fine)", code)
+	}
+	if _, m := get(t, metrics.URL+"/metrics", ""); !strings.Contains(m, "mysqlop_agent_mysql_up 0") {
+		t.Error("metrics do not show mysqld down")
+	}
+}
