@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +50,8 @@ func newMember(t *testing.T, creds map[string]string) *member {
 		t.Skip(err)
 	}
 	root := t.TempDir()
+	// The pod's /tmp is its own; here the servers (which default to $TMPDIR) need one too.
+	t.Setenv("TMPDIR", t.TempDir())
 	m := &member{sock: filepath.Join(root, "run", "mysqld.sock")}
 	for _, d := range []string{"config", "conf", "run", "credentials"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -70,12 +71,11 @@ func newMember(t *testing.T, creds map[string]string) *member {
 			t.Fatal(err)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := proc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.port = l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	m.port = port
 	m.opts = agent.InitOptions{
 		Flavor: mysql.MariaDB, PodName: "db-2", BaseServerID: 100, ConfigTemplate: tpl,
 		ConfDir: filepath.Join(root, "conf"), DataDir: filepath.Join(root, "data"),
@@ -99,10 +99,7 @@ func (m *member) start(t *testing.T) func() {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	stop := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-done
-	}
+	stop := func() { proc.Terminate(cmd.Process, done, 30*time.Second) }
 	t.Cleanup(func() {
 		select {
 		case <-done:

@@ -101,7 +101,7 @@ func Start(t T, n int, o Options) []*Server {
 	servers := make([]*Server, n)
 	for i := range n {
 		dir := t.TempDir()
-		port, err := freePort()
+		port, err := proc.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,8 +115,13 @@ func Start(t T, n int, o Options) []*Server {
 		if err := os.WriteFile(s.MyCnf, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+s.dataDir(), "--user=root",
-			"--auth-root-authentication-method=normal", "--skip-test-db")
+		// Each server has its own tmpdir: concurrent bootstraps in one /tmp collide on the
+		// names of their temporary tables.
+		if err := os.MkdirAll(s.tmpDir(), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+s.dataDir(), "--tmpdir="+s.tmpDir(),
+			"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
 		if out, err := install.CombinedOutput(); err != nil {
 			t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 		}
@@ -143,6 +148,8 @@ func rewriteIncludeDir(cnf, dir string) string {
 
 func (s *Server) dataDir() string { return filepath.Join(s.Dir, "data") }
 
+func (s *Server) tmpDir() string { return filepath.Join(s.Dir, "tmp") }
+
 // ServerID is the server's server_id.
 func (s *Server) ServerID() int { return BaseServerID + s.Index }
 
@@ -155,7 +162,7 @@ func (s *Server) start(bin string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.cmd = exec.Command(bin, "--defaults-file="+s.MyCnf, "--datadir="+s.dataDir(), "--socket="+s.Socket,
+	s.cmd = exec.Command(bin, "--defaults-file="+s.MyCnf, "--datadir="+s.dataDir(), "--tmpdir="+s.tmpDir(), "--socket="+s.Socket,
 		fmt.Sprintf("--port=%d", s.Port), "--bind-address=127.0.0.1", fmt.Sprintf("--server-id=%d", s.ServerID()),
 		"--report-host=127.0.0.1", fmt.Sprintf("--report-port=%d", s.Port),
 		"--pid-file="+filepath.Join(s.Dir, "mariadbd.pid"), "--user=root", "--log-error="+filepath.Join(s.Dir, "error.log"))
@@ -248,13 +255,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
+	proc.Terminate(s.cmd.Process, s.done, 30*time.Second)
 	s.cmd = nil
 }
 
@@ -275,13 +276,4 @@ func (s *Server) Running() bool { return s.cmd != nil }
 func (s *Server) ErrorLog() string {
 	b, _ := os.ReadFile(filepath.Join(s.Dir, "error.log"))
 	return string(b)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
