@@ -21,14 +21,7 @@ type cluster struct {
 
 func newCluster(t *testing.T, n int) *cluster {
 	servers := mariadb.Start(t, n, mariadb.Options{})
-	op := &clustering.Operator{
-		Flavor: mysql.MariaDB, ReplUser: mariadb.ReplUser, ReplPassword: mariadb.ReplPassword,
-		SemiSync: true, ProtectedUsers: []string{mariadb.AdminUser}, ApplyTimeout: 20 * time.Second,
-	}
-	for _, s := range servers {
-		op.Instances = append(op.Instances, s.Admin())
-		op.Endpoints = append(op.Endpoints, clustering.Endpoint{Host: "127.0.0.1", Port: s.Port})
-	}
+	op := mariadb.Operator(servers)
 	m := clustering.NewManager(op, n)
 	m.ProbeTimeout = time.Second
 	return &cluster{t: t, servers: servers, m: m}

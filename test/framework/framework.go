@@ -18,14 +18,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -104,7 +102,7 @@ func Start(o Options) (cp *ControlPlane, err error) {
 		}
 	}()
 
-	ports, err := freePorts(5)
+	ports, err := proc.FreePorts(5)
 	if err != nil {
 		return cp, err
 	}
@@ -199,14 +197,7 @@ func (cp *ControlPlane) Stop() {
 		cp.cancel()
 	}
 	for i := len(cp.procs) - 1; i >= 0; i-- {
-		p := cp.procs[i]
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		proc.Terminate(cp.procs[i].cmd.Process, cp.procs[i].done, 10*time.Second)
 	}
 	cp.procs = nil
 	if cp.Dir != "" {
@@ -314,25 +305,6 @@ leaderElection:
   leaderElect: false
 `, cp.Kubeconfig)
 	return os.WriteFile(filepath.Join(cp.Dir, "scheduler.yaml"), []byte(cfg), 0o600)
-}
-
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // waitHTTP polls url until it answers 200. With cfg, it authenticates as cfg does.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
-	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
@@ -83,14 +82,7 @@ func runOnce(interval time.Duration) (took time.Duration, acked, lost int, err e
 	}()
 	ctx := context.Background()
 	servers := mariadb.Start(t, 3, mariadb.Options{})
-	op := &clustering.Operator{
-		Flavor: mysql.MariaDB, ReplUser: mariadb.ReplUser, ReplPassword: mariadb.ReplPassword,
-		SemiSync: true, ProtectedUsers: []string{mariadb.AdminUser}, ApplyTimeout: 20 * time.Second,
-	}
-	for _, s := range servers {
-		op.Instances = append(op.Instances, s.Admin())
-		op.Endpoints = append(op.Endpoints, clustering.Endpoint{Host: "127.0.0.1", Port: s.Port})
-	}
+	op := mariadb.Operator(servers)
 	m := clustering.NewManager(op, 3)
 	m.ProbeTimeout = time.Second
 

@@ -16,7 +16,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,6 +32,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	"github.com/mysqlop/mysql-operator/test/framework"
+	"github.com/mysqlop/mysql-operator/test/proc"
 )
 
 type result struct {
@@ -102,7 +102,7 @@ func runOnce(bin string, qps, n, nodes int, timeout time.Duration) (r result) {
 		return r
 	}
 
-	port, err := freePort()
+	port, err := proc.FreePort()
 	if err != nil {
 		r.err = err
 		return r
@@ -306,15 +306,6 @@ func buildOperator() (string, error) {
 		return "", fmt.Errorf("build operator: %v\n%s", err, out)
 	}
 	return bin, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func ints(s string) []int {

@@ -1,0 +1,22 @@
+package mariadb
+
+import (
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/clustering"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// Operator returns a clustering operator over servers: loopback endpoints, the replication
+// account, loss-less semi-sync, and the admin account protected from fencing.
+func Operator(servers []*Server) *clustering.Operator {
+	op := &clustering.Operator{
+		Flavor: mysql.MariaDB, ReplUser: ReplUser, ReplPassword: ReplPassword,
+		SemiSync: true, ProtectedUsers: []string{AdminUser}, ApplyTimeout: 20 * time.Second,
+	}
+	for _, s := range servers {
+		op.Instances = append(op.Instances, s.Admin())
+		op.Endpoints = append(op.Endpoints, clustering.Endpoint{Host: "127.0.0.1", Port: s.Port})
+	}
+	return op
+}
