@@ -241,17 +241,29 @@ func (in *Instance) replicaStatus(ctx context.Context) (*ReplicaStatus, error) {
 	return rs, nil
 }
 
-// WaitForGTID blocks until the instance applied gtids or timeout passes.
+// WaitForGTID blocks until the instance's executed set contains gtids or timeout passes. It
+// polls the executed set rather than calling MASTER_GTID_WAIT: on MariaDB that function
+// compares against the replica position, which never holds transactions an instance wrote as
+// a primary, so a demoted primary would wait forever for what it already has.
 func (in *Instance) WaitForGTID(ctx context.Context, gtids GTIDSet, timeout time.Duration) error {
-	s := in.Flavor.WaitForGTID(gtids.String(), int(timeout.Seconds()))
-	var res sql.NullInt64
-	if err := in.DB.QueryRowContext(ctx, s.Query, s.Args...).Scan(&res); err != nil {
-		return fmt.Errorf("wait for GTIDs: %w", err)
+	deadline := time.Now().Add(timeout)
+	for {
+		var s string
+		if err := in.DB.QueryRowContext(ctx, in.Flavor.ExecutedQuery()).Scan(&s); err != nil {
+			return fmt.Errorf("wait for GTIDs: %w", err)
+		}
+		if executed, err := ParseGTIDSet(in.Flavor, s); err == nil && executed.Contains(gtids) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return ErrWaitTimeout
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	if !res.Valid || res.Int64 != 0 {
-		return ErrWaitTimeout
-	}
-	return nil
 }
 
 // ErrWaitTimeout is returned when a replica did not apply a GTID position in time.

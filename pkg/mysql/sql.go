@@ -167,15 +167,6 @@ func (f Flavor) SemiSyncStatusQuery() string {
 	return f.pick("SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_source_status'", "SHOW GLOBAL STATUS LIKE 'Rpl_semi_sync_master_status'")
 }
 
-// WaitForGTID waits up to timeoutSeconds until the replica applied gtids. The result column is
-// 0 on success (MySQL returns 1 and MariaDB -1 on timeout).
-func (f Flavor) WaitForGTID(gtids string, timeoutSeconds int) Statement {
-	return Statement{
-		Query: f.pick("SELECT WAIT_FOR_EXECUTED_GTID_SET(?, ?)", "SELECT MASTER_GTID_WAIT(?, ?)"),
-		Args:  []any{gtids, timeoutSeconds},
-	}
-}
-
 // ClientConnections lists connections that are neither replication nor system threads nor
 // the current one, excluding the given users (the operator's own).
 func ClientConnections(exceptUsers ...string) Statement {
