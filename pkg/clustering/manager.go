@@ -2,6 +2,7 @@ package clustering
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -24,14 +25,28 @@ type Manager struct {
 	errant          []int
 	primaryFailures int
 	switchoverTo    int
+	observed        []Instance
 }
+
+// Observed returns what the last Step gathered (nil before the first). Callers must not change it.
+func (m *Manager) Observed() []Instance { return m.observed }
 
 // NewManager returns a manager for a cluster with no recorded primary.
 func NewManager(op *Operator, members int) *Manager {
-	m := &Manager{Operator: op, Members: members, FailoverAfter: 2, ProbeTimeout: 2 * time.Second, primary: -1, switchoverTo: -1}
-	m.published.Store(-1)
+	return Resume(op, members, -1, nil)
+}
+
+// Resume returns a manager that starts from a recorded primary (-1 for none) and errant
+// instances, as stored in the cluster's status or kept across a change of members.
+func Resume(op *Operator, members, primary int, errant []int) *Manager {
+	m := &Manager{Operator: op, Members: members, FailoverAfter: 2, ProbeTimeout: 2 * time.Second,
+		primary: primary, errant: slices.Clone(errant), switchoverTo: -1}
+	m.published.Store(int64(primary))
 	return m
 }
+
+// Errant returns the instances known to be errant.
+func (m *Manager) Errant() []int { return slices.Clone(m.errant) }
 
 // Primary is the recorded primary, -1 if none. Safe to call while Step runs.
 func (m *Manager) Primary() int { return int(m.published.Load()) }
@@ -66,6 +81,7 @@ func (m *Manager) Gather(ctx context.Context) []Instance {
 // Step gathers, decides and runs the decided operation.
 func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	instances := m.Gather(ctx)
+	defer func() { m.observed = instances }()
 	if m.primary >= 0 && instances[m.primary].Status == nil {
 		m.primaryFailures++
 	} else {

@@ -277,3 +277,21 @@ func TestErrantReplicaAndRejoinOnMariaDB(t *testing.T) {
 		t.Error("errant replica ready after failover")
 	}
 }
+
+// A failover right after a switchover with no write in between: the candidate, a demoted
+// primary, must not wait for transactions it wrote itself as the primary.
+func TestFailoverRightAfterSwitchoverOnMariaDB(t *testing.T) {
+	c := newCluster(t, 3)
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	createApp(t, c, 0)
+	c.m.RequestSwitchover(1)
+	c.converge("switchover to 1", 30*time.Second, healthy(1))
+	c.servers[1].Kill()
+	d := c.converge("failover", 30*time.Second, func(d clustering.Decision) bool {
+		return d.Primary >= 0 && d.Primary != 1 && d.Ready[d.Primary]
+	})
+	var tables int
+	if err := c.db(d.Primary).QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app'").Scan(&tables); err != nil || tables != 1 {
+		t.Errorf("new primary %d has %d app tables: %v", d.Primary, tables, err)
+	}
+}

@@ -13,6 +13,14 @@ const (
 	DowngradeRefused = "DowngradeRefused"
 	// SyncFailed: writing a child object failed; the operator retries with backoff.
 	SyncFailed = "SyncFailed"
+	// FailOver: the primary was down and a replica was promoted.
+	FailOver = "FailOver"
+	// ErrantReplica: a replica has transactions the primary does not have; it is out of service.
+	ErrantReplica = "ErrantReplica"
+	// FencedWritable: an instance besides the primary was writable and was made read-only.
+	FencedWritable = "FencedWritable"
+	// ClusteringFailed: a clustering operation failed; the next round retries it.
+	ClusteringFailed = "ClusteringFailed"
 )
 
 // Reasons for Normal events.
@@ -27,6 +35,8 @@ const (
 	AgentUpdated = "AgentUpdated"
 	// VersionUpgraded: every member runs the new server version.
 	VersionUpgraded = "VersionUpgraded"
+	// SwitchOver: the primary role moved to another member on request or for a restart.
+	SwitchOver = "SwitchOver"
 )
 
 // Condition reasons (metav1.Condition.Reason) shared by the controllers.

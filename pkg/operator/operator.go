@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlscheme "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/scheme"
@@ -144,10 +145,16 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mysql-operator"})
 
 	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, resources.LabelManagedBy+"="+resources.ManagedBy)
-	clusters, err := cluster.New(kube, mysql, set, recorder, cluster.Config{
-		Images:          cluster.Images{MySQL: o.MySQLImage, MariaDB: o.MariaDBImage, Agent: o.AgentImage},
-		OperatorVersion: o.OperatorVersion,
-	})
+	cfg := cluster.Config{
+		Images:             cluster.Images{MySQL: o.MySQLImage, MariaDB: o.MariaDBImage, Agent: o.AgentImage},
+		OperatorVersion:    o.OperatorVersion,
+		Clustering:         o.Clustering,
+		ClusteringInterval: o.ClusteringInterval,
+	}
+	if f := o.MemberAddress; f != nil {
+		cfg.Resolve = func(c *v1alpha1.MySQLCluster, pod string) (string, int) { return f(c.Namespace, c.Name, pod) }
+	}
+	clusters, err := cluster.New(kube, mysql, set, recorder, cfg)
 	if err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
 	}

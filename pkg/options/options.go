@@ -29,6 +29,10 @@ type Options struct {
 	ClusterWorkers int
 	// ResyncPeriod is how often every object is re-queued even without changes.
 	ResyncPeriod time.Duration
+	// Clustering runs the clustering manager (replication, roles, failover) for every cluster.
+	Clustering bool
+	// ClusteringInterval is the time between clustering rounds of one cluster.
+	ClusteringInterval time.Duration
 
 	// MySQLImage and MariaDBImage are the default server image repositories (no tag).
 	MySQLImage   string
@@ -58,6 +62,9 @@ type Options struct {
 	// OperatorVersion is the build version stamped on clusters and their children. It is the
 	// linker-stamped version.Version and has no flag; tests set it to act as another build.
 	OperatorVersion string
+	// MemberAddress, when set, replaces the member DNS names the operator dials (no flag; tests
+	// point members at local servers).
+	MemberAddress func(namespace, cluster, pod string) (host string, port int)
 }
 
 // DefaultAgentImageRepository is the agent image repository; the tag is the operator version.
@@ -74,6 +81,8 @@ func New() *Options {
 		KubeAPIBurst:         40,
 		ClusterWorkers:       4,
 		ResyncPeriod:         10 * time.Minute,
+		Clustering:           true,
+		ClusteringInterval:   time.Second,
 		MySQLImage:           "docker.io/library/mysql",
 		MariaDBImage:         "docker.io/library/mariadb",
 		AgentImage:           DefaultAgentImageRepository + ":" + version.Version,
@@ -98,6 +107,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server.")
 	fs.IntVar(&o.ClusterWorkers, "cluster-workers", o.ClusterWorkers, "MySQLClusters reconciled at once.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "How often every object is reconciled even without changes.")
+	fs.BoolVar(&o.Clustering, "clustering", o.Clustering, "Manage replication, roles and failover of every cluster. Turn off only where pods run no MySQL (kwok).")
+	fs.DurationVar(&o.ClusteringInterval, "clustering-interval", o.ClusteringInterval, "Time between clustering rounds of one cluster; failover needs two failed rounds.")
 	fs.StringVar(&o.MySQLImage, "mysql-image", o.MySQLImage, "Default image repository (no tag) for flavor mysql.")
 	fs.StringVar(&o.MariaDBImage, "mariadb-image", o.MariaDBImage, "Default image repository (no tag) for flavor mariadb.")
 	fs.StringVar(&o.AgentImage, "agent-image", o.AgentImage, "Agent image run beside every server.")
@@ -124,6 +135,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ClusterWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--cluster-workers must be at least 1, got %d", o.ClusterWorkers))
+	}
+	if o.Clustering && o.ClusteringInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("--clustering-interval must be at least 100ms, got %v", o.ClusteringInterval))
 	}
 	if o.ResyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--resync-period must not be negative, got %v", o.ResyncPeriod))

@@ -403,7 +403,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 			"--leader-elect", "--leader-elect-namespace", ns, "--leader-elect-identity", id,
 			"--leader-elect-lease-duration", lease.String(), "--leader-elect-renew-deadline", renew.String(),
 			"--leader-elect-retry-period", retry.String(),
-			"--agent-image", "mysqlop/mysql-agent:"+id, "--metrics-addr", "0", "--health-addr", "0")
+			"--agent-image", "mysqlop/mysql-agent:"+id, "--metrics-addr", "0", "--health-addr", "0", "--clustering=false")
 		if err := framework.Spawn(cmd); err != nil {
 			t.Fatal(err)
 		}

@@ -117,6 +117,8 @@ func startOperator(t *testing.T, ns string, mutate ...func(*options.Options)) (s
 	o.ResyncPeriod = time.Minute
 	o.AgentImage = "mysqlop/mysql-agent:test"
 	o.OperatorVersion = "v0.0.1-test"
+	// kwok pods run no MySQL; the clustering suite turns it on with local servers.
+	o.Clustering = false
 	for _, m := range mutate {
 		m(o)
 	}

@@ -59,6 +59,13 @@ type Config struct {
 	Images Images
 	// OperatorVersion is the operator build version, as stamped into status and labels.
 	OperatorVersion string
+	// Clustering runs a clustering manager per cluster (replication, roles, failover). Off
+	// only where pods run no MySQL (kwok).
+	Clustering bool
+	// ClusteringInterval is the time between clustering rounds of one cluster.
+	ClusteringInterval time.Duration
+	// Resolve maps a member pod to the address the operator dials; default DNSResolver.
+	Resolve Resolver
 }
 
 // Controller reconciles MySQLClusters.
@@ -80,6 +87,8 @@ type Controller struct {
 	cfg      Config
 	// rand is the source of generated passwords: crypto/rand outside tests.
 	rand io.Reader
+	// runners drive each cluster's clustering manager.
+	runners runners
 }
 
 // New registers the controller's informers with set and returns the controller. Call it for
@@ -107,6 +116,12 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		"pods": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
 			return f.Core().V1().Pods().Informer()
 		}),
+	}
+	if cfg.Resolve == nil {
+		cfg.Resolve = DNSResolver
+	}
+	if cfg.ClusteringInterval <= 0 {
+		cfg.ClusteringInterval = time.Second
 	}
 	c := &Controller{
 		kube:         kube,

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
@@ -147,6 +148,57 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// clusteringView is the clustering manager's latest word on a cluster, nil without one.
+type clusteringView struct {
+	Decision *clustering.Decision
+	Observed []clustering.Instance
+}
+
+// roleOf is the role label member i should carry under d: the primary label only on a ready
+// primary and the replica label only on ready replicas, so the Services never send traffic to
+// a member that does not play its role.
+func roleOf(d *clustering.Decision, i int) string {
+	if i < 0 || i >= len(d.Ready) || !d.Ready[i] {
+		return ""
+	}
+	if i == d.Primary {
+		return v1alpha1.RolePrimary
+	}
+	return v1alpha1.RoleReplica
+}
+
+// planRoles returns the member pods whose role label must change, with the new value ("" removes it).
+func planRoles(pods []*corev1.Pod, setName string, members int32, d *clustering.Decision) map[string]string {
+	out := map[string]string{}
+	for _, p := range memberPods(pods, setName, members) {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if role := roleOf(d, resources.Ordinal(setName, p.Name)); p.Labels[resources.LabelRole] != role {
+			out[p.Name] = role
+		}
+	}
+	return out
+}
+
+// switchoverTarget is the member to switch over to, or -1: the one the cluster's annotation
+// names, or, when the rollout would restart the primary, a ready replica; holdRestart then
+// says the restart waits until the primary moved.
+func switchoverTarget(requested, setName string, plan podPlan, d *clustering.Decision) (target int, holdRestart bool) {
+	if requested != "" {
+		return resources.Ordinal(setName, requested), plan.Restart != nil && isPrimary(plan.Restart)
+	}
+	if plan.Restart == nil || !isPrimary(plan.Restart) || d == nil {
+		return -1, false
+	}
+	for i, ready := range d.Ready {
+		if ready && i != d.Primary {
+			return i, true
+		}
+	}
+	return -1, true
+}
+
 // observed is everything computeStatus reads.
 type observed struct {
 	Cluster *v1alpha1.MySQLCluster // defaulted copy, spec.version already decided
@@ -159,6 +211,8 @@ type observed struct {
 	Refused          bool
 	RequestedVersion string
 	OperatorVersion  string
+	// Clustering is nil when no clustering manager runs for the cluster.
+	Clustering *clusteringView
 }
 
 // computeStatus returns the cluster's new status from what was observed. Conditions keep their
@@ -176,19 +230,35 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	st.Primary = ""
 	st.Instances = nil
 	versions := map[string]bool{}
+	var dec *clustering.Decision
+	if o.Clustering != nil {
+		dec = o.Clustering.Decision
+	}
 	for _, p := range members {
+		ord := resources.Ordinal(setName, p.Name)
 		ready := podReady(p)
+		in := v1alpha1.InstanceStatus{Name: p.Name, Role: p.Labels[resources.LabelRole], Version: p.Annotations[resources.AnnotationVersion]}
+		if dec != nil {
+			in.Role = roleOf(dec, ord)
+			ready = ready && in.Role != ""
+			if ord < len(o.Clustering.Observed) {
+				if ms := o.Clustering.Observed[ord].Status; ms != nil {
+					in.GTIDExecuted = ms.Executed.String()
+					if ms.Replica != nil {
+						in.LagSeconds = ms.Replica.LagSeconds
+					}
+				}
+			}
+		}
+		in.Ready = ready
 		if ready {
 			st.ReadyMembers++
 		}
-		if isPrimary(p) {
+		if in.Role == v1alpha1.RolePrimary {
 			st.Primary = p.Name
 		}
-		v := p.Annotations[resources.AnnotationVersion]
-		versions[v] = true
-		st.Instances = append(st.Instances, v1alpha1.InstanceStatus{
-			Name: p.Name, Role: p.Labels[resources.LabelRole], Ready: ready, Version: v,
-		})
+		versions[in.Version] = true
+		st.Instances = append(st.Instances, in)
 	}
 	if len(members) == int(c.Spec.Members) && len(versions) == 1 && !versions[""] {
 		for v := range versions {
@@ -214,14 +284,34 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 		set(v1alpha1.ConditionSynced, metav1.ConditionTrue, events.ReasonSynced, "Every child matches the spec.")
 	}
 
+	healthy := true
+	if dec != nil {
+		healthy = dec.State == clustering.Healthy
+		h, deg := metav1.ConditionFalse, metav1.ConditionTrue
+		if healthy {
+			h, deg = metav1.ConditionTrue, metav1.ConditionFalse
+		}
+		if dec.State == clustering.Bootstrapping {
+			deg = metav1.ConditionFalse
+		}
+		set(v1alpha1.ConditionHealthy, h, string(dec.State), dec.Reason)
+		set(v1alpha1.ConditionDegraded, deg, string(dec.State), dec.Reason)
+	}
 	switch {
-	case st.ReadyMembers == c.Spec.Members && o.Plan.Outdated == 0:
+	case dec != nil && o.Plan.Outdated == 0 && dec.State != clustering.Healthy && dec.State != clustering.Degraded:
+		// Bootstrapping, FailingOver, Lost: the clustering state is the phase.
+		st.Phase = v1alpha1.ClusterPhase(dec.State)
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, string(dec.State), dec.Reason)
+	case st.ReadyMembers == c.Spec.Members && o.Plan.Outdated == 0 && healthy:
 		st.Phase = v1alpha1.ClusterHealthy
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, events.ReasonMembersReady, "Every member is ready and up to date.")
 	case o.Plan.Outdated > 0:
 		st.Phase = v1alpha1.ClusterUpgrading
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonRollingRestart,
 			plural(o.Plan.Outdated, "member waits", "members wait")+" to restart onto the new pod template.")
+	case st.ReadyMembers == c.Spec.Members:
+		st.Phase = v1alpha1.ClusterDegraded
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, string(dec.State), dec.Reason)
 	case st.ReadyMembers == 0:
 		st.Phase = v1alpha1.ClusterPending
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonMembersNotReady, "No member is ready yet.")

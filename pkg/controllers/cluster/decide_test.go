@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/clustering"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
@@ -278,5 +280,91 @@ func TestTemplateObserved(t *testing.T) {
 		if got := templateObserved(tc.current, desired); got != tc.want {
 			t.Errorf("%s: templateObserved = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestPlanRoles(t *testing.T) {
+	d := &clustering.Decision{Primary: 1, Ready: []bool{true, true, false}}
+	pods := []*corev1.Pod{pod(0, "h", "a", "", true), pod(1, "h", "a", "replica", true), pod(2, "h", "a", "replica", true)}
+	got := planRoles(pods, "db", 3, d)
+	want := map[string]string{"db-0": "replica", "db-1": "primary", "db-2": ""}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("planRoles = %v, want %v", got, want)
+	}
+	// A primary that is not ready carries no label: the read-write Service must not select it.
+	if r := roleOf(&clustering.Decision{Primary: 0, Ready: []bool{false}}, 0); r != "" {
+		t.Errorf("role of an unready primary %q", r)
+	}
+	inSync := []*corev1.Pod{pod(0, "h", "a", "replica", true), pod(1, "h", "a", "primary", true), pod(2, "h", "a", "", true)}
+	if got := planRoles(inSync, "db", 3, d); len(got) != 0 {
+		t.Errorf("in sync: %v", got)
+	}
+}
+
+func TestSwitchoverTarget(t *testing.T) {
+	d := &clustering.Decision{Primary: 0, Ready: []bool{true, false, true}}
+	primaryRestart := podPlan{Restart: pod(0, "old", "a", "primary", true)}
+	replicaRestart := podPlan{Restart: pod(2, "old", "a", "replica", true)}
+	for _, tc := range []struct {
+		name      string
+		requested string
+		plan      podPlan
+		d         *clustering.Decision
+		target    int
+		hold      bool
+	}{
+		{"nothing", "", podPlan{}, d, -1, false},
+		{"requested", "db-2", podPlan{}, d, 2, false},
+		{"replica restart needs no switchover", "", replicaRestart, d, -1, false},
+		{"primary restart switches to a ready replica first", "", primaryRestart, d, 2, true},
+		{"no ready replica: hold the restart", "", primaryRestart, &clustering.Decision{Primary: 0, Ready: []bool{true, false, false}}, -1, true},
+		{"no decision yet", "", primaryRestart, nil, -1, false},
+	} {
+		target, hold := switchoverTarget(tc.requested, "db", tc.plan, tc.d)
+		if target != tc.target || hold != tc.hold {
+			t.Errorf("%s: target %d hold %v, want %d %v", tc.name, target, hold, tc.target, tc.hold)
+		}
+	}
+}
+
+func TestComputeStatusWithClustering(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 3 })
+	pods := []*corev1.Pod{pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", true), pod(2, "h", "a", "replica", true)}
+	lag := int64(4)
+	exec, _ := mysql.ParseMariaDBPosition("0-100-9")
+	observedInstances := []clustering.Instance{
+		{Index: 0, Status: &mysql.Status{Executed: exec}},
+		{Index: 1, Status: &mysql.Status{Executed: exec, Replica: &mysql.ReplicaStatus{LagSeconds: &lag}}},
+		{Index: 2, Err: fmt.Errorf("refused")},
+	}
+	for _, tc := range []struct {
+		name    string
+		d       clustering.Decision
+		phase   v1alpha1.ClusterPhase
+		ready   int32
+		healthy metav1.ConditionStatus
+		primary string
+	}{
+		{"healthy", clustering.Decision{State: clustering.Healthy, Primary: 0, Ready: []bool{true, true, true}}, v1alpha1.ClusterHealthy, 3, metav1.ConditionTrue, "db-0"},
+		{"member down", clustering.Decision{State: clustering.Degraded, Primary: 0, Ready: []bool{true, true, false}}, v1alpha1.ClusterDegraded, 2, metav1.ConditionFalse, "db-0"},
+		{"failing over", clustering.Decision{State: clustering.FailingOver, Primary: 1, Ready: []bool{false, false, false}}, v1alpha1.ClusterFailingOver, 0, metav1.ConditionFalse, ""},
+		{"lost", clustering.Decision{State: clustering.Lost, Primary: 0, Ready: []bool{false, false, false}}, v1alpha1.ClusterLost, 0, metav1.ConditionFalse, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := computeStatus(v1alpha1.MySQLClusterStatus{}, observed{Cluster: c, Pods: pods,
+				Clustering: &clusteringView{Decision: &tc.d, Observed: observedInstances}})
+			if st.Phase != tc.phase || st.ReadyMembers != tc.ready || st.Primary != tc.primary {
+				t.Errorf("phase %s ready %d primary %q; want %s %d %q", st.Phase, st.ReadyMembers, st.Primary, tc.phase, tc.ready, tc.primary)
+			}
+			if h := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionHealthy); h == nil || h.Status != tc.healthy || h.Reason != string(tc.d.State) {
+				t.Errorf("Healthy condition %+v", h)
+			}
+			if ready := meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionReady); ready != (tc.phase == v1alpha1.ClusterHealthy) {
+				t.Errorf("Ready condition %v in phase %s", ready, st.Phase)
+			}
+			if st.Instances[0].GTIDExecuted != "0-100-9" || st.Instances[1].LagSeconds == nil || *st.Instances[1].LagSeconds != 4 {
+				t.Errorf("instances %+v", st.Instances)
+			}
+		})
 	}
 }

@@ -18,7 +18,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
 	"github.com/mysqlop/mysql-operator/pkg/resources/pdb"
@@ -35,6 +37,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	cached, err := c.clusters.MySQLClusters(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("Cluster no longer exists")
+		c.stopRunner(key)
 		return nil
 	}
 	if err != nil {
@@ -42,6 +45,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	if cached.DeletionTimestamp != nil {
 		// Children carry owner references; the garbage collector removes them.
+		c.stopRunner(key)
 		return nil
 	}
 
@@ -82,6 +86,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	plan := planPods(&desiredSTS.Spec.Template, c.cfg.Images.Agent, pods, resources.StatefulSetName(cluster),
 		cluster.Spec.Members, templateObserved(children.current, desiredSTS))
+	var view *clusteringView
+	if c.cfg.Clustering && !children.statefulSetConflict {
+		var err error
+		view, plan, err = c.syncClustering(ctx, key, latest, cluster, pods, plan)
+		syncErr = errors.Join(syncErr, err)
+	}
 	if !children.statefulSetConflict {
 		syncErr = errors.Join(syncErr, c.applyPlan(ctx, cluster, &desiredSTS.Spec.Template, plan))
 	}
@@ -89,6 +99,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	st := computeStatus(latest.Status, observed{
 		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts,
 		Refused: vd.Refused, RequestedVersion: requested, OperatorVersion: c.cfg.OperatorVersion,
+		Clustering: view,
 	})
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
@@ -167,6 +178,64 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 
 	res.statefulSet = sts
 	return res, errors.Join(errs...)
+}
+
+// syncClustering hands the cluster's current shape to its clustering runner, moves role labels
+// to the runner's latest decision, asks for a switchover when one is requested or when the
+// rollout would restart the primary (holding that restart until the primary moved), and
+// clears a switchover request once it is done.
+func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, pods []*corev1.Pod, plan podPlan) (*clusteringView, podPlan, error) {
+	sec, err := c.secrets.Secrets(cluster.Namespace).Get(resources.CredentialsSecretName(cluster))
+	if err != nil {
+		return nil, plan, nil // created in this round; the next one starts clustering
+	}
+	setName := resources.StatefulSetName(cluster)
+	cfg := runnerConfig{
+		flavor:       mysql.Flavor(cluster.Spec.Flavor),
+		semiSync:     cluster.Spec.Replication.Mode == v1alpha1.ReplicationSemiSync,
+		operatorPass: string(sec.Data[resources.SecretKeyOperatorPassword]),
+		replPass:     string(sec.Data[resources.SecretKeyReplicationPassword]),
+		primary:      resources.Ordinal(setName, latest.Status.Primary),
+	}
+	for i := range int(cluster.Spec.Members) {
+		pod := fmt.Sprintf("%s-%d", setName, i)
+		host, port := c.cfg.Resolve(cluster, pod)
+		cfg.pods = append(cfg.pods, pod)
+		cfg.endpoints = append(cfg.endpoints, clustering.Endpoint{Host: host, Port: port})
+	}
+	var prev *clustering.Decision
+	if r := c.runner(key); r != nil {
+		prev, _ = r.latest()
+	}
+	requested := latest.Annotations[AnnotationSwitchoverTo]
+	target, hold := switchoverTarget(requested, setName, plan, prev)
+	if hold {
+		plan.Restart = nil
+	}
+	cfg.switchoverTo = target
+	d, observedInstances := c.ensureRunner(ctx, key, cluster, cfg).latest()
+	if d == nil {
+		return nil, plan, nil
+	}
+
+	var errs []error
+	for name, role := range planRoles(pods, setName, cluster.Spec.Members, d) {
+		var value any = role
+		if role == "" {
+			value = nil // removes the label
+		}
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{resources.LabelRole: value}}})
+		if _, err := c.kube.CoreV1().Pods(cluster.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("label pod %s as %q: %w", name, role, err))
+		}
+	}
+	if requested != "" && roleOf(d, resources.Ordinal(setName, requested)) == v1alpha1.RolePrimary {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationSwitchoverTo: nil}}})
+		if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch(ctx, cluster.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("clear switchover request: %w", err))
+		}
+	}
+	return &clusteringView{Decision: d, Observed: observedInstances}, plan, errors.Join(errs...)
 }
 
 // templateObserved reports whether the StatefulSet controller has seen the desired template:

@@ -115,7 +115,7 @@ func runOnce(bin string, qps, n, nodes int, timeout time.Duration) (r result) {
 	defer logf.Close()
 	cmd := exec.Command(bin, "--kubeconfig", cp.Kubeconfig, "--namespace", ns, "--leader-elect=false",
 		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps),
-		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), "--health-addr", "0")
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), "--health-addr", "0", "--clustering=false")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := framework.Spawn(cmd); err != nil {
 		r.err = err

@@ -1,0 +1,240 @@
+package cluster
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/clustering"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+)
+
+// AnnotationSwitchoverTo on a MySQLCluster requests a switchover to the named member pod. The
+// operator removes it once that member is the primary.
+const AnnotationSwitchoverTo = "mysqlop.io/switchover-to"
+
+// Resolver returns the address the operator dials for a member pod.
+type Resolver func(c *v1alpha1.MySQLCluster, pod string) (host string, port int)
+
+// DNSResolver dials members by their stable DNS names under the headless Service.
+func DNSResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
+	return fmt.Sprintf("%s.%s.%s.svc", pod, resources.HeadlessServiceName(c), c.Namespace), resources.PortMySQL
+}
+
+// runnerConfig is everything a clustering runner needs; the controller hands it a new one
+// whenever it changes.
+type runnerConfig struct {
+	flavor       mysql.Flavor
+	semiSync     bool
+	endpoints    []clustering.Endpoint
+	operatorPass string
+	replPass     string
+	primary      int
+	errant       []int
+	switchoverTo int
+	pods         []string
+}
+
+func (a runnerConfig) sameServers(b runnerConfig) bool {
+	return a.flavor == b.flavor && a.semiSync == b.semiSync && slices.Equal(a.endpoints, b.endpoints) &&
+		a.operatorPass == b.operatorPass && a.replPass == b.replPass
+}
+
+// runner drives one cluster's clustering manager on its own goroutine, so that slow or
+// unreachable servers never hold a controller worker.
+type runner struct {
+	key      cache.ObjectName
+	cluster  *v1alpha1.MySQLCluster // for events; replaced on every update
+	interval time.Duration
+
+	mu       sync.Mutex
+	cfg      runnerConfig
+	gen      int
+	decision *clustering.Decision
+	observed []clustering.Instance
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+// runners is the controller's set of running runners.
+type runners struct {
+	mu sync.Mutex
+	m  map[cache.ObjectName]*runner
+}
+
+// ensure starts the runner of key or hands it cfg.
+func (c *Controller) ensureRunner(ctx context.Context, key cache.ObjectName, cluster *v1alpha1.MySQLCluster, cfg runnerConfig) *runner {
+	c.runners.mu.Lock()
+	defer c.runners.mu.Unlock()
+	if c.runners.m == nil {
+		c.runners.m = map[cache.ObjectName]*runner{}
+	}
+	r, ok := c.runners.m[key]
+	if !ok {
+		rctx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)))
+		r = &runner{key: key, cluster: cluster, interval: c.cfg.ClusteringInterval, cfg: cfg, cancel: cancel, done: make(chan struct{})}
+		c.runners.m[key] = r
+		go func() {
+			// Stop with the controller, or when the cluster goes.
+			select {
+			case <-ctx.Done():
+				cancel()
+			case <-rctx.Done():
+			}
+		}()
+		go r.run(rctx, c)
+		return r
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cluster = cluster
+	if !r.cfg.sameServers(cfg) || r.cfg.switchoverTo != cfg.switchoverTo || !slices.Equal(r.cfg.pods, cfg.pods) {
+		r.cfg = cfg
+		r.gen++
+	}
+	return r
+}
+
+// runner returns the runner of key, or nil.
+func (c *Controller) runner(key cache.ObjectName) *runner {
+	c.runners.mu.Lock()
+	defer c.runners.mu.Unlock()
+	return c.runners.m[key]
+}
+
+// stopRunner stops the runner of key, if any, and waits for it.
+func (c *Controller) stopRunner(key cache.ObjectName) {
+	c.runners.mu.Lock()
+	r := c.runners.m[key]
+	delete(c.runners.m, key)
+	c.runners.mu.Unlock()
+	if r != nil {
+		r.cancel()
+		<-r.done
+	}
+}
+
+// latest returns the last decision and what it was based on.
+func (r *runner) latest() (*clustering.Decision, []clustering.Instance) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.decision, r.observed
+}
+
+func (r *runner) run(ctx context.Context, c *Controller) {
+	defer close(r.done)
+	logger := klog.FromContext(ctx).WithValues("cluster", r.key)
+	var m *clustering.Manager
+	var dbs []*sql.DB
+	closeAll := func() {
+		for _, db := range dbs {
+			db.Close()
+		}
+		dbs = nil
+	}
+	defer closeAll()
+	gen := -1
+	rounds := 0
+	ticker := time.NewTicker(r.interval)
+	defer ticker.Stop()
+	for {
+		r.mu.Lock()
+		cfg, g, cluster := r.cfg, r.gen, r.cluster
+		r.mu.Unlock()
+		if g != gen {
+			primary, errant := cfg.primary, cfg.errant
+			if m != nil {
+				primary, errant = m.Primary(), m.Errant()
+			}
+			closeAll()
+			op := &clustering.Operator{
+				Flavor: cfg.flavor, Endpoints: cfg.endpoints, ReplUser: mysql.ReplicationUser, ReplPassword: cfg.replPass,
+				SemiSync: cfg.semiSync, ProtectedUsers: []string{mysql.OperatorUser}, ApplyTimeout: time.Minute,
+			}
+			for _, e := range cfg.endpoints {
+				db, err := mysql.Open(mysql.ConnConfig{Addr: fmt.Sprintf("%s:%d", e.Host, e.Port), User: mysql.OperatorUser, Password: cfg.operatorPass, Timeout: 2 * time.Second})
+				if err != nil {
+					logger.Error(err, "Open member connection")
+					return
+				}
+				dbs = append(dbs, db)
+				op.Instances = append(op.Instances, &mysql.Instance{DB: db, Flavor: cfg.flavor})
+			}
+			m = clustering.Resume(op, len(cfg.endpoints), primary, errant)
+			m.ProbeTimeout = 2 * time.Second
+			gen = g
+		}
+		if cfg.switchoverTo >= 0 && cfg.switchoverTo != m.Primary() {
+			m.RequestSwitchover(cfg.switchoverTo)
+		}
+		before := slices.Clone(m.Errant())
+		d, err := m.Step(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		name := func(i int) string {
+			if i >= 0 && i < len(cfg.pods) {
+				return cfg.pods[i]
+			}
+			return fmt.Sprint(i)
+		}
+		switch {
+		case err != nil:
+			logger.Error(err, "Clustering operation failed", "op", d.Op.Kind)
+			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.ClusteringFailed, "%s failed: %v", d.Op.Kind, err)
+		case d.Op.Kind == clustering.OpFailover:
+			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.FailOver, "Primary %s is down: promoted %s", name(d.Op.From), name(d.Op.Primary))
+		case d.Op.Kind == clustering.OpSwitchover:
+			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.SwitchOver, "Switched over from %s to %s", name(d.Op.From), name(d.Op.Primary))
+		case d.Op.Kind == clustering.OpFenceWritable:
+			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.FencedWritable, "Made %v read-only: only the primary %s may be writable", podNames(d.Op.Targets, name), name(d.Op.Primary))
+		}
+		for _, e := range d.Errant {
+			if !slices.Contains(before, e) {
+				c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.ErrantReplica, "%s has transactions the primary does not have; it is out of service until re-seeded", name(e))
+			}
+		}
+		r.mu.Lock()
+		changed := r.decision == nil || summary(*r.decision) != summary(d)
+		r.decision, r.observed = &d, m.Observed()
+		r.mu.Unlock()
+		// A changed decision is applied at once; GTIDs and lag in the status are refreshed every
+		// statusRefreshRounds rounds, not every round, to keep status writes bounded.
+		if rounds++; changed || rounds >= statusRefreshRounds {
+			rounds = 0
+			c.queue.Add(r.key)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func podNames(idx []int, name func(int) string) []string {
+	out := make([]string, len(idx))
+	for i, x := range idx {
+		out[i] = name(x)
+	}
+	return out
+}
+
+// statusRefreshRounds is how many clustering rounds may pass before the status's GTIDs and lag
+// are refreshed without a change of decision.
+const statusRefreshRounds = 10
+
+// summary is what of a decision the cluster's labels and status depend on.
+func summary(d clustering.Decision) string {
+	return fmt.Sprint(d.State, d.Primary, d.Ready, d.Errant, d.Reason)
+}

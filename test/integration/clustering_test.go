@@ -1,0 +1,165 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
+	"github.com/mysqlop/mysql-operator/pkg/options"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/test/mariadb"
+)
+
+// The operator's clustering, end to end through Kubernetes: kwok pods stand for the members,
+// three real MariaDB servers stand for their mysqld (the operator dials them through its
+// member-address hook). Bootstrap sets the role labels the Services select on; a switchover
+// requested by annotation and a failover after SIGKILL move the labels, the Services'
+// endpoints, the status and the conditions, with events.
+func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
+	servers := mariadb.Start(t, 3, mariadb.Options{})
+	ns := cp.NewNamespace(t)
+	startOperator(t, ns, func(o *options.Options) {
+		o.Clustering = true
+		o.ClusteringInterval = 300 * time.Millisecond
+		o.MemberAddress = func(_, _, pod string) (string, int) {
+			i, err := agent.Ordinal(pod)
+			if err != nil || i >= len(servers) {
+				return "127.0.0.1", 1
+			}
+			return "127.0.0.1", servers[i].Port
+		}
+	})
+	createCluster(t, newCluster(ns, "db", 3, "10.11.6"))
+	ctx := context.Background()
+
+	// The operator generated the credentials; the local servers were made with the test
+	// passwords, so the Secret takes those (the operator keeps existing values).
+	eventually(t, 30*time.Second, "credentials Secret", func(ctx context.Context) (bool, error) {
+		s, err := cp.Kube.CoreV1().Secrets(ns).Get(ctx, "db-credentials", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		s.Data[resources.SecretKeyOperatorPassword] = []byte(mariadb.AdminPassword)
+		s.Data[resources.SecretKeyReplicationPassword] = []byte(mariadb.ReplPassword)
+		_, err = cp.Kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+
+	waitRoles(t, ns, "db-0", "db-1", "db-2")
+	c := getCluster(t, ns, "db")
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionHealthy) || c.Status.Phase != v1alpha1.ClusterHealthy {
+		t.Errorf("after bootstrap: phase %s conditions %+v", c.Status.Phase, c.Status.Conditions)
+	}
+	if st, err := servers[0].Admin().Status(ctx); err != nil || st.ReadOnly || !st.SemiSyncSourceActive {
+		t.Fatalf("db-0 is not a writable semi-sync primary: %+v %v", st, err)
+	}
+	waitEndpoints(t, ns, "db-primary", "db-0")
+	waitEndpoints(t, ns, "db-replicas", "db-1", "db-2")
+	if err := mariadb.CreateApp(ctx, servers[0].Admin().DB); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "instances report GTIDs", func(ctx context.Context) (bool, error) {
+		c := getCluster(t, ns, "db")
+		for _, in := range c.Status.Instances {
+			if in.GTIDExecuted == "" || !in.Ready {
+				return false, nil
+			}
+		}
+		return len(c.Status.Instances) == 3, nil
+	})
+
+	// A switchover requested through the annotation.
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"db-2"}}}`, cluster.AnnotationSwitchoverTo)
+	if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(ctx, "db", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRoles(t, ns, "db-2", "db-0", "db-1")
+	eventually(t, 30*time.Second, "switchover request cleared", func(ctx context.Context) (bool, error) {
+		_, still := getCluster(t, ns, "db").Annotations[cluster.AnnotationSwitchoverTo]
+		return !still, nil
+	})
+	if _, ok := events(t, ns, "db")["SwitchOver"]; !ok {
+		t.Error("no SwitchOver event")
+	}
+	waitEndpoints(t, ns, "db-primary", "db-2")
+	for i, wantRO := range []bool{true, true, false} {
+		if st, err := servers[i].Admin().Status(ctx); err != nil || st.ReadOnly != wantRO {
+			t.Errorf("server %d read-only %v (want %v): %v", i, st != nil && st.ReadOnly, wantRO, err)
+		}
+	}
+
+	// SIGKILL of the primary's server: a replica is promoted and everything follows.
+	servers[2].Kill()
+	var newPrimary string
+	eventually(t, 60*time.Second, "failover", func(ctx context.Context) (bool, error) {
+		c := getCluster(t, ns, "db")
+		newPrimary = c.Status.Primary
+		return newPrimary == "db-0" || newPrimary == "db-1", nil
+	})
+	if msg, ok := events(t, ns, "db")["FailOver"]; !ok {
+		t.Error("no FailOver event")
+	} else {
+		t.Logf("FailOver event: %s", msg)
+	}
+	waitEndpoints(t, ns, "db-primary", newPrimary)
+	eventually(t, 30*time.Second, "the dead member out of the Services and Degraded", func(ctx context.Context) (bool, error) {
+		p, err := cp.Kube.CoreV1().Pods(ns).Get(ctx, "db-2", metav1.GetOptions{})
+		c := getCluster(t, ns, "db")
+		return err == nil && p.Labels[resources.LabelRole] == "" &&
+			meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionDegraded) && c.Status.Phase == v1alpha1.ClusterDegraded, nil
+	})
+}
+
+// waitRoles waits until primary carries the primary label and replicas the replica label, and
+// the status names the primary.
+func waitRoles(t *testing.T, ns, primary string, replicas ...string) {
+	t.Helper()
+	eventually(t, 60*time.Second, "roles: primary "+primary, func(ctx context.Context) (bool, error) {
+		for _, want := range append([]string{primary}, replicas...) {
+			p, err := cp.Kube.CoreV1().Pods(ns).Get(ctx, want, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			role := v1alpha1.RoleReplica
+			if want == primary {
+				role = v1alpha1.RolePrimary
+			}
+			if p.Labels[resources.LabelRole] != role {
+				return false, nil
+			}
+		}
+		return getCluster(t, ns, "db").Status.Primary == primary, nil
+	})
+}
+
+// waitEndpoints waits until the Service's ready endpoints are exactly the given pods.
+func waitEndpoints(t *testing.T, ns, service string, pods ...string) {
+	t.Helper()
+	slices.Sort(pods)
+	eventually(t, 30*time.Second, service+" endpoints "+fmt.Sprint(pods), func(ctx context.Context) (bool, error) {
+		list, err := cp.Kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + service})
+		if err != nil {
+			return false, nil
+		}
+		var got []string
+		for _, s := range list.Items {
+			for _, e := range s.Endpoints {
+				if e.TargetRef != nil && (e.Conditions.Ready == nil || *e.Conditions.Ready) {
+					got = append(got, e.TargetRef.Name)
+				}
+			}
+		}
+		slices.Sort(got)
+		return slices.Equal(got, pods), nil
+	})
+}
