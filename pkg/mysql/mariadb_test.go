@@ -135,3 +135,58 @@ func mustExec(t *testing.T, db *sql.DB, query string, args ...any) {
 		t.Fatalf("%s: %v", query, err)
 	}
 }
+
+// Loss-less semi-sync on real servers: with no replica acknowledging, a commit does not return
+// (the primary never silently falls back to async); once a replica connects and acknowledges,
+// it returns, and the replica has it.
+func TestSemiSyncAcknowledgementsOnMariaDB(t *testing.T) {
+	servers := mariadb.Start(t, 2, mariadb.Options{})
+	ctx := context.Background()
+	primary, replica := servers[0].Admin(), servers[1].Admin()
+	f := mysql.MariaDB
+	if err := primary.Exec(ctx, f.SemiSyncSource(true, 1), mysql.Statement{Query: f.SetReadOnly(false)}); err != nil {
+		t.Fatal(err)
+	}
+	// A client that waits as long as it takes.
+	app, err := mysql.Open(mysql.ConnConfig{Addr: servers[0].Addr(), User: mariadb.AdminUser, Password: mariadb.AdminPassword, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.ExecContext(context.Background(), "CREATE DATABASE s")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("a commit returned without any replica acknowledging it (err %v): semi-sync fell back to async", err)
+	case <-time.After(3 * time.Second):
+	}
+	if st := status(t, primary); !st.SemiSyncSource {
+		t.Error("the primary switched semi-sync off while waiting")
+	}
+
+	// A replica connects and acknowledges: the commit returns.
+	if err := replica.Exec(ctx,
+		mysql.Statement{Query: f.SemiSyncReplica(true)},
+		f.ChangeSource(mysql.Source{Host: "127.0.0.1", Port: servers[0].Port, User: mariadb.ReplUser, Password: mariadb.ReplPassword, ConnectRetry: 1}),
+		mysql.Statement{Query: f.StartReplica()}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("commit after the acknowledgement: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the commit still waits after a replica connected")
+	}
+	var n int
+	waitFor(t, "database on the replica", func() bool {
+		err := servers[1].Conn(mariadb.AdminUser, mariadb.AdminPassword).QueryRow(
+			"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 's'").Scan(&n)
+		return err == nil && n == 1
+	})
+}
