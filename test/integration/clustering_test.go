@@ -26,34 +26,8 @@ import (
 // requested by annotation and a failover after SIGKILL move the labels, the Services'
 // endpoints, the status and the conditions, with events.
 func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
-	servers := mariadb.Start(t, 3, mariadb.Options{})
-	ns := cp.NewNamespace(t)
-	startOperator(t, ns, func(o *options.Options) {
-		o.Clustering = true
-		o.ClusteringInterval = 300 * time.Millisecond
-		o.MemberAddress = func(_, _, pod string) (string, int) {
-			i, err := agent.Ordinal(pod)
-			if err != nil || i >= len(servers) {
-				return "127.0.0.1", 1
-			}
-			return "127.0.0.1", servers[i].Port
-		}
-	})
-	createCluster(t, newCluster(ns, "db", 3, "10.11.6"))
+	ns, servers := clusterOnServers(t, 3)
 	ctx := context.Background()
-
-	// The operator generated the credentials; the local servers were made with the test
-	// passwords, so the Secret takes those (the operator keeps existing values).
-	eventually(t, 30*time.Second, "credentials Secret", func(ctx context.Context) (bool, error) {
-		s, err := cp.Kube.CoreV1().Secrets(ns).Get(ctx, "db-credentials", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		s.Data[resources.SecretKeyOperatorPassword] = []byte(mariadb.AdminPassword)
-		s.Data[resources.SecretKeyReplicationPassword] = []byte(mariadb.ReplPassword)
-		_, err = cp.Kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
-		return err == nil, nil
-	})
 
 	waitRoles(t, ns, "db-0", "db-1", "db-2")
 	c := getCluster(t, ns, "db")
@@ -118,6 +92,50 @@ func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
 		return err == nil && p.Labels[resources.LabelRole] == "" &&
 			meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionDegraded) && c.Status.Phase == v1alpha1.ClusterDegraded, nil
 	})
+}
+
+// clusterOnServers starts n real MariaDB servers and an operator that dials them for the
+// members of cluster "db" (n members, kwok pods), and gives the cluster's Secret the servers'
+// passwords (the operator keeps existing values).
+func clusterOnServers(t *testing.T, n int) (string, []*mariadb.Server) {
+	t.Helper()
+	servers := mariadb.Start(t, n, mariadb.Options{})
+	ns := cp.NewNamespace(t)
+	startOperator(t, ns, func(o *options.Options) {
+		o.Clustering = true
+		o.ClusteringInterval = 300 * time.Millisecond
+		o.MemberAddress = func(_, _, pod string) (string, int) {
+			i, err := agent.Ordinal(pod)
+			if err != nil || i >= len(servers) {
+				return "127.0.0.1", 1
+			}
+			return "127.0.0.1", servers[i].Port
+		}
+	})
+	createCluster(t, newCluster(ns, "db", int32(n), "10.11.6"))
+	eventually(t, 30*time.Second, "credentials Secret", func(ctx context.Context) (bool, error) {
+		s, err := cp.Kube.CoreV1().Secrets(ns).Get(ctx, "db-credentials", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		s.Data[resources.SecretKeyOperatorPassword] = []byte(mariadb.AdminPassword)
+		s.Data[resources.SecretKeyReplicationPassword] = []byte(mariadb.ReplPassword)
+		_, err = cp.Kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+		return err == nil, nil
+	})
+	return ns, servers
+}
+
+// A one-member cluster runs without semi-sync: with it, nothing could ever acknowledge a commit.
+func TestSingleMemberClusterAcceptsWrites(t *testing.T) {
+	ns, servers := clusterOnServers(t, 1)
+	waitRoles(t, ns, "db-0")
+	waitHealthy(t, ns, "db", 1, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := mariadb.CreateApp(ctx, servers[0].Admin().DB); err != nil {
+		t.Fatalf("a write to the single member did not commit: %v", err)
+	}
 }
 
 // waitRoles waits until primary carries the primary label and replicas the replica label, and

@@ -191,8 +191,9 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 	}
 	setName := resources.StatefulSetName(cluster)
 	cfg := runnerConfig{
-		flavor:       mysql.Flavor(cluster.Spec.Flavor),
-		semiSync:     cluster.Spec.Replication.Mode == v1alpha1.ReplicationSemiSync,
+		flavor: mysql.Flavor(cluster.Spec.Flavor),
+		// Semi-sync needs a replica to acknowledge: a single member would never commit.
+		semiSync:     cluster.Spec.Replication.Mode == v1alpha1.ReplicationSemiSync && cluster.Spec.Members > 1,
 		operatorPass: string(sec.Data[resources.SecretKeyOperatorPassword]),
 		replPass:     string(sec.Data[resources.SecretKeyReplicationPassword]),
 		primary:      resources.Ordinal(setName, latest.Status.Primary),
