@@ -63,7 +63,6 @@ type runner struct {
 	decision *clustering.Decision
 	observed []clustering.Instance
 	cancel   context.CancelFunc
-	done     chan struct{}
 }
 
 // runners is the controller's set of running runners.
@@ -81,17 +80,10 @@ func (c *Controller) ensureRunner(ctx context.Context, key cache.ObjectName, clu
 	}
 	r, ok := c.runners.m[key]
 	if !ok {
-		rctx, cancel := context.WithCancel(klog.NewContext(context.WithoutCancel(ctx), klog.FromContext(ctx)))
-		r = &runner{key: key, cluster: cluster, interval: c.cfg.ClusteringInterval, cfg: cfg, cancel: cancel, done: make(chan struct{})}
+		// The runner lives as long as the controller (ctx) unless the cluster goes first.
+		rctx, cancel := context.WithCancel(ctx)
+		r = &runner{key: key, cluster: cluster, interval: c.cfg.ClusteringInterval, cfg: cfg, cancel: cancel}
 		c.runners.m[key] = r
-		go func() {
-			// Stop with the controller, or when the cluster goes.
-			select {
-			case <-ctx.Done():
-				cancel()
-			case <-rctx.Done():
-			}
-		}()
 		go r.run(rctx, c)
 		return r
 	}
@@ -112,7 +104,8 @@ func (c *Controller) runner(key cache.ObjectName) *runner {
 	return c.runners.m[key]
 }
 
-// stopRunner stops the runner of key, if any, and waits for it.
+// stopRunner stops the runner of key, if any. It does not wait: the runner may be inside an
+// operation, which its cancelled context ends soon, and a worker must not wait for that.
 func (c *Controller) stopRunner(key cache.ObjectName) {
 	c.runners.mu.Lock()
 	r := c.runners.m[key]
@@ -120,7 +113,6 @@ func (c *Controller) stopRunner(key cache.ObjectName) {
 	c.runners.mu.Unlock()
 	if r != nil {
 		r.cancel()
-		<-r.done
 	}
 }
 
@@ -132,7 +124,6 @@ func (r *runner) latest() (*clustering.Decision, []clustering.Instance) {
 }
 
 func (r *runner) run(ctx context.Context, c *Controller) {
-	defer close(r.done)
 	logger := klog.FromContext(ctx).WithValues("cluster", r.key)
 	var m *clustering.Manager
 	var dbs []*sql.DB
@@ -152,27 +143,17 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		cfg, g, cluster := r.cfg, r.gen, r.cluster
 		r.mu.Unlock()
 		if g != gen {
-			primary, errant := cfg.primary, cfg.errant
-			if m != nil {
-				primary, errant = m.Primary(), m.Errant()
-			}
-			closeAll()
-			op := &clustering.Operator{
-				Flavor: cfg.flavor, Endpoints: cfg.endpoints, ReplUser: mysql.ReplicationUser, ReplPassword: cfg.replPass,
-				SemiSync: cfg.semiSync, ProtectedUsers: []string{mysql.OperatorUser}, ApplyTimeout: time.Minute,
-			}
-			for _, e := range cfg.endpoints {
-				db, err := mysql.Open(mysql.ConnConfig{Addr: fmt.Sprintf("%s:%d", e.Host, e.Port), User: mysql.OperatorUser, Password: cfg.operatorPass, Timeout: 2 * time.Second})
-				if err != nil {
-					logger.Error(err, "Open member connection")
+			next, opened, err := buildManager(cfg, m)
+			if err != nil {
+				// Retried next round; nothing here depends on the servers being up.
+				logger.Error(err, "Set up clustering")
+				if !sleep(ctx, ticker.C) {
 					return
 				}
-				dbs = append(dbs, db)
-				op.Instances = append(op.Instances, &mysql.Instance{DB: db, Flavor: cfg.flavor})
+				continue
 			}
-			m = clustering.Resume(op, len(cfg.endpoints), primary, errant)
-			m.ProbeTimeout = 2 * time.Second
-			gen = g
+			closeAll()
+			m, dbs, gen = next, opened, g
 		}
 		if cfg.switchoverTo >= 0 && cfg.switchoverTo != m.Primary() {
 			m.RequestSwitchover(cfg.switchoverTo)
@@ -214,12 +195,48 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			rounds = 0
 			c.queue.Add(r.key)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, ticker.C) {
 			return
-		case <-ticker.C:
 		}
 	}
+}
+
+// sleep waits for the next tick; false when ctx ended first.
+func sleep(ctx context.Context, tick <-chan time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+		return true
+	}
+}
+
+// buildManager opens one connection pool per member and returns a manager that resumes from
+// prev's primary and errant replicas (or the recorded ones when there is no prev).
+func buildManager(cfg runnerConfig, prev *clustering.Manager) (*clustering.Manager, []*sql.DB, error) {
+	primary, errant := cfg.primary, cfg.errant
+	if prev != nil {
+		primary, errant = prev.Primary(), prev.Errant()
+	}
+	op := &clustering.Operator{
+		Flavor: cfg.flavor, Endpoints: cfg.endpoints, ReplUser: mysql.ReplicationUser, ReplPassword: cfg.replPass,
+		SemiSync: cfg.semiSync, ProtectedUsers: []string{mysql.OperatorUser}, ApplyTimeout: time.Minute,
+	}
+	var dbs []*sql.DB
+	for _, e := range cfg.endpoints {
+		db, err := mysql.Open(mysql.ConnConfig{Addr: fmt.Sprintf("%s:%d", e.Host, e.Port), User: mysql.OperatorUser, Password: cfg.operatorPass, Timeout: 2 * time.Second})
+		if err != nil {
+			for _, d := range dbs {
+				d.Close()
+			}
+			return nil, nil, fmt.Errorf("connection to %s: %w", e.Host, err)
+		}
+		dbs = append(dbs, db)
+		op.Instances = append(op.Instances, &mysql.Instance{DB: db, Flavor: cfg.flavor})
+	}
+	m := clustering.Resume(op, len(cfg.endpoints), primary, errant)
+	m.ProbeTimeout = 2 * time.Second
+	return m, dbs, nil
 }
 
 func podNames(idx []int, name func(int) string) []string {
