@@ -181,3 +181,31 @@ func waitEndpoints(t *testing.T, ns, service string, pods ...string) {
 		return slices.Equal(got, pods), nil
 	})
 }
+
+// Scaling down never removes the primary: with the primary on the highest ordinal, a
+// scale-down first switches over to a member that stays, then shrinks the StatefulSet.
+func TestScaleDownSwitchesOverFirst(t *testing.T) {
+	ns, _ := clusterOnServers(t, 3)
+	waitRoles(t, ns, "db-0", "db-1", "db-2")
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"db-2"}}}`, cluster.AnnotationSwitchoverTo)
+	if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(context.Background(), "db", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRoles(t, ns, "db-2", "db-0", "db-1")
+
+	editCluster(t, ns, "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 2 })
+	eventually(t, 60*time.Second, "scaled to 2 with the primary kept", func(ctx context.Context) (bool, error) {
+		sts, err := cp.Kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		primary := getCluster(t, ns, "db").Status.Primary
+		if *sts.Spec.Replicas < 3 && primary == "db-2" {
+			return false, fmt.Errorf("the StatefulSet shrank to %d while db-2 is the primary", *sts.Spec.Replicas)
+		}
+		return *sts.Spec.Replicas == 2 && (primary == "db-0" || primary == "db-1"), nil
+	})
+	if _, ok := events(t, ns, "db")["SwitchOver"]; !ok {
+		t.Error("no SwitchOver event")
+	}
+}

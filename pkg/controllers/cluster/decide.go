@@ -181,12 +181,31 @@ func planRoles(pods []*corev1.Pod, setName string, members int32, d *clustering.
 	return out
 }
 
+// effectiveMembers is the member count to run now: the desired one, except that a scale-down
+// never removes the primary: while the primary's ordinal is at or above the desired count, the
+// cluster keeps enough members to hold it (and switchoverTarget moves it below).
+func effectiveMembers(desired int32, d *clustering.Decision) int32 {
+	if d != nil && d.Primary >= int(desired) {
+		return int32(d.Primary + 1)
+	}
+	return desired
+}
+
 // switchoverTarget is the member to switch over to, or -1: the one the cluster's annotation
-// names, or, when the rollout would restart the primary, a ready replica; holdRestart then
-// says the restart waits until the primary moved.
-func switchoverTarget(requested, setName string, plan podPlan, d *clustering.Decision) (target int, holdRestart bool) {
+// names; or, when a scale-down would remove the primary, a ready member below the desired
+// count; or, when the rollout would restart the primary, a ready replica. holdRestart then says
+// the restart waits until the primary moved.
+func switchoverTarget(requested, setName string, desired int32, plan podPlan, d *clustering.Decision) (target int, holdRestart bool) {
 	if requested != "" {
 		return resources.Ordinal(setName, requested), plan.Restart != nil && isPrimary(plan.Restart)
+	}
+	if d != nil && d.Primary >= int(desired) {
+		for i, ready := range d.Ready {
+			if ready && i < int(desired) {
+				return i, plan.Restart != nil && isPrimary(plan.Restart)
+			}
+		}
+		return -1, plan.Restart != nil && isPrimary(plan.Restart)
 	}
 	if plan.Restart == nil || !isPrimary(plan.Restart) || d == nil {
 		return -1, false

@@ -320,10 +320,29 @@ func TestSwitchoverTarget(t *testing.T) {
 		{"no ready replica: hold the restart", "", primaryRestart, &clustering.Decision{Primary: 0, Ready: []bool{true, false, false}}, -1, true},
 		{"no decision yet", "", primaryRestart, nil, -1, false},
 	} {
-		target, hold := switchoverTarget(tc.requested, "db", tc.plan, tc.d)
+		target, hold := switchoverTarget(tc.requested, "db", 3, tc.plan, tc.d)
 		if target != tc.target || hold != tc.hold {
 			t.Errorf("%s: target %d hold %v, want %d %v", tc.name, target, hold, tc.target, tc.hold)
 		}
+	}
+}
+
+func TestScaleDownNeverRemovesThePrimary(t *testing.T) {
+	d := &clustering.Decision{Primary: 2, Ready: []bool{true, false, true}}
+	if got := effectiveMembers(2, d); got != 3 {
+		t.Errorf("effective members %d while the primary is ordinal 2, want 3", got)
+	}
+	if got := effectiveMembers(3, d); got != 3 {
+		t.Errorf("effective members %d, want the desired 3", got)
+	}
+	if got := effectiveMembers(2, nil); got != 2 {
+		t.Errorf("effective members %d without a decision, want 2", got)
+	}
+	if target, _ := switchoverTarget("", "db", 2, podPlan{}, d); target != 0 {
+		t.Errorf("switchover target %d, want the ready member 0 below the new count", target)
+	}
+	if target, _ := switchoverTarget("", "db", 2, podPlan{}, &clustering.Decision{Primary: 2, Ready: []bool{false, false, true}}); target != -1 {
+		t.Errorf("switchover target %d with no ready member below the count, want none", target)
 	}
 }
 

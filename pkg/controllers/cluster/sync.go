@@ -73,6 +73,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	requested := cluster.Spec.Version
 	vd := decideVersion(requested, deployed)
 	cluster.Spec.Version = vd.Version
+	desiredMembers := cluster.Spec.Members
+	if c.cfg.Clustering {
+		if r := c.runner(key); r != nil {
+			d, _ := r.latest()
+			cluster.Spec.Members = effectiveMembers(desiredMembers, d)
+		}
+	}
 
 	children, syncErr := c.syncChildren(ctx, cluster)
 	desiredSTS := children.statefulSet
@@ -89,7 +96,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	var view *clusteringView
 	if c.cfg.Clustering && !children.statefulSetConflict {
 		var err error
-		view, plan, err = c.syncClustering(ctx, key, latest, cluster, pods, plan)
+		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, pods, plan)
 		syncErr = errors.Join(syncErr, err)
 	}
 	if !children.statefulSetConflict {
@@ -181,10 +188,10 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 }
 
 // syncClustering hands the cluster's current shape to its clustering runner, moves role labels
-// to the runner's latest decision, asks for a switchover when one is requested or when the
-// rollout would restart the primary (holding that restart until the primary moved), and
-// clears a switchover request once it is done.
-func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, pods []*corev1.Pod, plan podPlan) (*clusteringView, podPlan, error) {
+// to the runner's latest decision, asks for a switchover when one is requested, when a
+// scale-down would remove the primary, or when the rollout would restart the primary (holding
+// that restart until the primary moved), and clears a switchover request once it is done.
+func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, pods []*corev1.Pod, plan podPlan) (*clusteringView, podPlan, error) {
 	sec, err := c.secrets.Secrets(cluster.Namespace).Get(resources.CredentialsSecretName(cluster))
 	if err != nil {
 		return nil, plan, nil // created in this round; the next one starts clustering
@@ -209,7 +216,7 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		prev, _ = r.latest()
 	}
 	requested := latest.Annotations[AnnotationSwitchoverTo]
-	target, hold := switchoverTarget(requested, setName, plan, prev)
+	target, hold := switchoverTarget(requested, setName, desiredMembers, plan, prev)
 	if hold {
 		plan.Restart = nil
 	}
