@@ -40,7 +40,6 @@ type runnerConfig struct {
 	operatorPass string
 	replPass     string
 	primary      int
-	errant       []int
 	switchoverTo int
 	pods         []string
 }
@@ -212,9 +211,9 @@ func sleep(ctx context.Context, tick <-chan time.Time) bool {
 }
 
 // buildManager opens one connection pool per member and returns a manager that resumes from
-// prev's primary and errant replicas (or the recorded ones when there is no prev).
+// prev's primary and errant replicas (or the recorded primary when there is no prev).
 func buildManager(cfg runnerConfig, prev *clustering.Manager) (*clustering.Manager, []*sql.DB, error) {
-	primary, errant := cfg.primary, cfg.errant
+	primary, errant := cfg.primary, []int(nil)
 	if prev != nil {
 		primary, errant = prev.Primary(), prev.Errant()
 	}

@@ -74,12 +74,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	vd := decideVersion(requested, deployed)
 	cluster.Spec.Version = vd.Version
 	desiredMembers := cluster.Spec.Members
-	if c.cfg.Clustering {
-		if r := c.runner(key); r != nil {
-			d, _ := r.latest()
-			cluster.Spec.Members = effectiveMembers(desiredMembers, d)
-		}
+	// The clustering runner's last decision, if one runs: it can hold a scale-down.
+	var prev *clustering.Decision
+	if r := c.runner(key); c.cfg.Clustering && r != nil {
+		prev, _ = r.latest()
 	}
+	cluster.Spec.Members = effectiveMembers(desiredMembers, prev)
 
 	children, syncErr := c.syncChildren(ctx, cluster)
 	desiredSTS := children.statefulSet
@@ -96,7 +96,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	var view *clusteringView
 	if c.cfg.Clustering && !children.statefulSetConflict {
 		var err error
-		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, pods, plan)
+		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, prev, pods, plan)
 		syncErr = errors.Join(syncErr, err)
 	}
 	if !children.statefulSetConflict {
@@ -191,7 +191,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 // to the runner's latest decision, asks for a switchover when one is requested, when a
 // scale-down would remove the primary, or when the rollout would restart the primary (holding
 // that restart until the primary moved), and clears a switchover request once it is done.
-func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, pods []*corev1.Pod, plan podPlan) (*clusteringView, podPlan, error) {
+func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, prev *clustering.Decision, pods []*corev1.Pod, plan podPlan) (*clusteringView, podPlan, error) {
 	sec, err := c.secrets.Secrets(cluster.Namespace).Get(resources.CredentialsSecretName(cluster))
 	if err != nil {
 		return nil, plan, nil // created in this round; the next one starts clustering
@@ -210,10 +210,6 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		host, port := c.cfg.Resolve(cluster, pod)
 		cfg.pods = append(cfg.pods, pod)
 		cfg.endpoints = append(cfg.endpoints, clustering.Endpoint{Host: host, Port: port})
-	}
-	var prev *clustering.Decision
-	if r := c.runner(key); r != nil {
-		prev, _ = r.latest()
 	}
 	requested := latest.Annotations[AnnotationSwitchoverTo]
 	target, hold := switchoverTarget(requested, setName, desiredMembers, plan, prev)
