@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -137,11 +136,11 @@ func serve(ctx context.Context, args []string) error {
 	if f != mysql.MySQL && f != mysql.MariaDB {
 		return fmt.Errorf("unknown --flavor %q", *flavor)
 	}
-	password, err := readFile(filepath.Join(*credDir, agent.FileOperatorPassword))
+	password, err := agent.ReadCredential(*credDir, agent.FileOperatorPassword)
 	if err != nil {
 		return err
 	}
-	token, err := readFile(filepath.Join(*credDir, agent.FileAgentToken))
+	token, err := agent.ReadCredential(*credDir, agent.FileAgentToken)
 	if err != nil {
 		return err
 	}
@@ -171,12 +170,4 @@ func serve(ctx context.Context, args []string) error {
 		_ = s.Shutdown(shutdown)
 	}
 	return nil
-}
-
-func readFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", filepath.Base(path), err)
-	}
-	return strings.TrimRight(string(b), "\r\n"), nil
 }

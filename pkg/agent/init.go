@@ -85,10 +85,11 @@ func Init(ctx context.Context, o InitOptions) error {
 	if err := os.MkdirAll(o.DataDir, 0o750); err != nil {
 		return fmt.Errorf("create datadir: %w", err)
 	}
-	if err := installDataDir(ctx, o, cnf); err != nil {
-		return err
+	err = installDataDir(ctx, o, cnf)
+	if err == nil {
+		err = createAccounts(ctx, o, cnf, creds)
 	}
-	if err := createAccounts(ctx, o, cnf, creds); err != nil {
+	if err != nil {
 		// A half-initialised datadir would be taken as done next time: remove it.
 		_ = os.RemoveAll(o.DataDir)
 		return err
@@ -125,18 +126,22 @@ func initialised(dataDir string) bool {
 
 type credentials struct{ root, replication, operator string }
 
-func readCredentials(dir string) (credentials, error) {
-	read := func(name string) (string, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return "", fmt.Errorf("read credential %s: %w", name, err)
-		}
-		v := strings.TrimRight(string(b), "\r\n")
-		if v == "" {
-			return "", fmt.Errorf("credential %s is empty", name)
-		}
-		return v, nil
+// ReadCredential reads one file of the mounted credentials Secret, without a trailing newline.
+// Errors name the file, never its content.
+func ReadCredential(dir, name string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		return "", fmt.Errorf("read credential %s: %w", name, err)
 	}
+	v := strings.TrimRight(string(b), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("credential %s is empty", name)
+	}
+	return v, nil
+}
+
+func readCredentials(dir string) (credentials, error) {
+	read := func(name string) (string, error) { return ReadCredential(dir, name) }
 	var c credentials
 	var err error
 	if c.root, err = read(FileRootPassword); err != nil {
