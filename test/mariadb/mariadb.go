@@ -10,8 +10,8 @@ package mariadb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,7 +125,7 @@ func Start(t T, n int, o Options) []*Server {
 		if out, err := install.CombinedOutput(); err != nil {
 			t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 		}
-		s.start(bin)
+		s.start(bin, true)
 		t.Cleanup(s.Stop)
 		if err := s.createUsers(); err != nil {
 			t.Fatalf("server %d: create users: %v", i, err)
@@ -156,46 +156,90 @@ func (s *Server) ServerID() int { return BaseServerID + s.Index }
 // Addr is the server's TCP address.
 func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.Port) }
 
-func (s *Server) start(bin string) {
+// start runs mariadbd and waits until it answers on its socket. A port picked as free can be
+// taken before the server binds it (by another test's server, or as a client's ephemeral
+// port); mariadbd then exits at once, and a first start retries on a new port. A restart
+// keeps its port, since replicas are pointed at it, and retries the same port.
+func (s *Server) start(bin string, newPortOnCollision bool) {
 	s.t.Helper()
-	logf, err := os.OpenFile(filepath.Join(s.Dir, "mariadbd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	s.cmd = exec.Command(bin, "--defaults-file="+s.MyCnf, "--datadir="+s.dataDir(), "--tmpdir="+s.tmpDir(), "--socket="+s.Socket,
-		fmt.Sprintf("--port=%d", s.Port), "--bind-address=127.0.0.1", fmt.Sprintf("--server-id=%d", s.ServerID()),
-		"--report-host=127.0.0.1", fmt.Sprintf("--report-port=%d", s.Port),
-		"--pid-file="+filepath.Join(s.Dir, "mariadbd.pid"), "--user=root", "--log-error="+filepath.Join(s.Dir, "error.log"))
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	if err := proc.Start(s.cmd); err != nil {
-		logf.Close()
-		s.t.Fatalf("start mariadbd: %v", err)
-	}
-	done := make(chan struct{})
-	s.done = done
-	cmd := s.cmd
-	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
-	deadline := time.Now().Add(startupDeadline)
-	for !fileExists(s.Socket) || !s.answers() {
-		select {
-		case <-done:
-			s.t.Fatalf("mariadbd %d exited during start-up:\n%s", s.Index, s.ErrorLog())
-		default:
+	for attempt := 1; ; attempt++ {
+		err := s.startOnce(bin)
+		if err == nil {
+			return
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("mariadbd %d not up after %v:\n%s", s.Index, startupDeadline, s.ErrorLog())
+		if !errors.Is(err, errPortTaken) || attempt == 5 {
+			s.t.Fatalf("%v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		if newPortOnCollision {
+			port, perr := proc.FreePort()
+			if perr != nil {
+				s.t.Fatal(perr)
+			}
+			s.Port = port
+		} else {
+			time.Sleep(time.Second)
+		}
 	}
 }
 
+var errPortTaken = errors.New("port taken")
+
+func (s *Server) startOnce(bin string) error {
+	logPath := filepath.Join(s.Dir, "error.log")
+	_ = os.Remove(s.Socket)
+	_ = os.Remove(logPath)
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "mariadbd.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "--defaults-file="+s.MyCnf, "--datadir="+s.dataDir(), "--tmpdir="+s.tmpDir(), "--socket="+s.Socket,
+		fmt.Sprintf("--port=%d", s.Port), "--bind-address=127.0.0.1", fmt.Sprintf("--server-id=%d", s.ServerID()),
+		"--report-host=127.0.0.1", fmt.Sprintf("--report-port=%d", s.Port),
+		"--pid-file="+filepath.Join(s.Dir, "mariadbd.pid"), "--user=root", "--log-error="+logPath)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := proc.Start(cmd); err != nil {
+		logf.Close()
+		return fmt.Errorf("start mariadbd: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
+	s.cmd, s.done = cmd, done
+	// Readiness is a query over this server's own socket, never a TCP dial: a dial to the port
+	// succeeds when some other process holds it.
+	deadline := time.Now().Add(startupDeadline)
+	for !s.answers() {
+		select {
+		case <-done:
+			s.cmd = nil
+			log := s.ErrorLog()
+			if strings.Contains(log, "Address already in use") {
+				return fmt.Errorf("mariadbd %d: port %d: %w", s.Index, s.Port, errPortTaken)
+			}
+			return fmt.Errorf("mariadbd %d exited during start-up:\n%s", s.Index, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("mariadbd %d not up after %v:\n%s", s.Index, startupDeadline, s.ErrorLog())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// answers reports whether the server runs a query over its socket as root (passwordless
+// over the socket only).
 func (s *Server) answers() bool {
-	c, err := net.DialTimeout("tcp", s.Addr(), time.Second)
+	if !fileExists(s.Socket) {
+		return false
+	}
+	db, err := mysql.Open(mysql.ConnConfig{Addr: s.Socket, Socket: true, User: "root", Timeout: time.Second})
 	if err != nil {
 		return false
 	}
-	c.Close()
-	return true
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return db.PingContext(ctx) == nil
 }
 
 // createUsers creates the admin and replication users over the socket (root has no password
@@ -266,7 +310,7 @@ func (s *Server) Restart() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	s.start(bin)
+	s.start(bin, false)
 }
 
 // Running reports whether the process is alive.
