@@ -11,6 +11,8 @@ TOOLS="${ROOT}/hack/tools"
 BIN="${ROOT}/_output/bin"
 mkdir -p "${BIN}"
 
+# go list reports no directory for a module not yet in the module cache: download it first.
+(cd "${TOOLS}" && go mod download k8s.io/code-generator)
 CODEGEN_PKG=$(cd "${TOOLS}" && go list -m -f '{{.Dir}}' k8s.io/code-generator)
 # kube_codegen.sh installs its generators into GOBIN; keep them out of the user's GOPATH/bin.
 export GOBIN="${BIN}"

@@ -69,6 +69,9 @@ func (in *Instance) Exec(ctx context.Context, stmts ...Statement) error {
 			continue
 		}
 		if _, err := conn.ExecContext(ctx, s.Query, s.Args...); err != nil {
+			if s.Sensitive {
+				return fmt.Errorf("%s: %w", firstWords(s.Query), redact(err))
+			}
 			return fmt.Errorf("%s: %w", firstWords(s.Query), err)
 		}
 	}
@@ -82,6 +85,17 @@ func (in *Instance) ExecSQL(ctx context.Context, queries ...string) error {
 		stmts[i] = Statement{Query: q}
 	}
 	return in.Exec(ctx, stmts...)
+}
+
+// redact keeps what a server error is (its number and SQLSTATE) and drops its message, which
+// can quote the statement and so a secret argument.
+func redact(err error) error {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return &mysql.MySQLError{Number: me.Number, SQLState: me.SQLState, Message: "(message withheld: the statement holds a secret)"}
+	}
+	// Other errors come from the connection, not the server, and never quote the statement.
+	return err
 }
 
 func firstWords(q string) string {

@@ -30,6 +30,9 @@ const (
 type Statement struct {
 	Query string
 	Args  []any
+	// Sensitive marks a statement whose arguments hold a secret: its errors keep the
+	// server's error number but not its message, which can quote the statement.
+	Sensitive bool
 }
 
 // Source is where a replica replicates from.
@@ -187,12 +190,12 @@ var privilegePattern = regexp.MustCompile(`^[A-Z][A-Z ]*[A-Z]$`)
 
 // CreateUser creates user@host with password unless it exists.
 func CreateUser(user, host, password string) Statement {
-	return Statement{Query: "CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?", Args: []any{user, host, password}}
+	return Statement{Query: "CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?", Args: []any{user, host, password}, Sensitive: true}
 }
 
 // AlterUserPassword sets the password of user@host.
 func AlterUserPassword(user, host, password string) Statement {
-	return Statement{Query: "ALTER USER ?@? IDENTIFIED BY ?", Args: []any{user, host, password}}
+	return Statement{Query: "ALTER USER ?@? IDENTIFIED BY ?", Args: []any{user, host, password}, Sensitive: true}
 }
 
 // Grant grants privileges on database.table ("*" for all) to user@host. Privileges are

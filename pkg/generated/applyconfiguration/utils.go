@@ -38,6 +38,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.BackupStorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterReference"):
 		return &mysqlopv1alpha1.ClusterReferenceApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("Grant"):
+		return &mysqlopv1alpha1.GrantApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InstanceStatus"):
 		return &mysqlopv1alpha1.InstanceStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalReference"):
@@ -60,12 +62,24 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.MySQLClusterSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLClusterStatus"):
 		return &mysqlopv1alpha1.MySQLClusterStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MySQLDatabase"):
+		return &mysqlopv1alpha1.MySQLDatabaseApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MySQLDatabaseSpec"):
+		return &mysqlopv1alpha1.MySQLDatabaseSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MySQLDatabaseStatus"):
+		return &mysqlopv1alpha1.MySQLDatabaseStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLRestore"):
 		return &mysqlopv1alpha1.MySQLRestoreApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLRestoreSpec"):
 		return &mysqlopv1alpha1.MySQLRestoreSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLRestoreStatus"):
 		return &mysqlopv1alpha1.MySQLRestoreStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MySQLUser"):
+		return &mysqlopv1alpha1.MySQLUserApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MySQLUserSpec"):
+		return &mysqlopv1alpha1.MySQLUserSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("MySQLUserStatus"):
+		return &mysqlopv1alpha1.MySQLUserStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationSpec"):
 		return &mysqlopv1alpha1.ReplicationSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("S3Storage"):

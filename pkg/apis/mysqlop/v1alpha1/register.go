@@ -34,6 +34,8 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&MySQLBackup{}, &MySQLBackupList{},
 		&MySQLBackupSchedule{}, &MySQLBackupScheduleList{},
 		&MySQLRestore{}, &MySQLRestoreList{},
+		&MySQLUser{}, &MySQLUserList{},
+		&MySQLDatabase{}, &MySQLDatabaseList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

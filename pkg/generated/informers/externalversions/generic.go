@@ -59,8 +59,12 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Mysqlop().V1alpha1().MySQLBackupSchedules().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("mysqlclusters"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Mysqlop().V1alpha1().MySQLClusters().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("mysqldatabases"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Mysqlop().V1alpha1().MySQLDatabases().Informer()}, nil
 	case v1alpha1.SchemeGroupVersion.WithResource("mysqlrestores"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Mysqlop().V1alpha1().MySQLRestores().Informer()}, nil
+	case v1alpha1.SchemeGroupVersion.WithResource("mysqlusers"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Mysqlop().V1alpha1().MySQLUsers().Informer()}, nil
 
 	}
 

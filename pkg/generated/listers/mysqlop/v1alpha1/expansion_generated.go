@@ -42,6 +42,14 @@ type MySQLClusterListerExpansion interface{}
 // MySQLClusterNamespaceLister.
 type MySQLClusterNamespaceListerExpansion interface{}
 
+// MySQLDatabaseListerExpansion allows custom methods to be added to
+// MySQLDatabaseLister.
+type MySQLDatabaseListerExpansion interface{}
+
+// MySQLDatabaseNamespaceListerExpansion allows custom methods to be added to
+// MySQLDatabaseNamespaceLister.
+type MySQLDatabaseNamespaceListerExpansion interface{}
+
 // MySQLRestoreListerExpansion allows custom methods to be added to
 // MySQLRestoreLister.
 type MySQLRestoreListerExpansion interface{}
@@ -49,3 +57,11 @@ type MySQLRestoreListerExpansion interface{}
 // MySQLRestoreNamespaceListerExpansion allows custom methods to be added to
 // MySQLRestoreNamespaceLister.
 type MySQLRestoreNamespaceListerExpansion interface{}
+
+// MySQLUserListerExpansion allows custom methods to be added to
+// MySQLUserLister.
+type MySQLUserListerExpansion interface{}
+
+// MySQLUserNamespaceListerExpansion allows custom methods to be added to
+// MySQLUserNamespaceLister.
+type MySQLUserNamespaceListerExpansion interface{}

@@ -30,8 +30,12 @@ type Interface interface {
 	MySQLBackupSchedules() TypedMySQLBackupScheduleInformer
 	// MySQLClusters returns a MySQLClusterInformer.
 	MySQLClusters() TypedMySQLClusterInformer
+	// MySQLDatabases returns a MySQLDatabaseInformer.
+	MySQLDatabases() TypedMySQLDatabaseInformer
 	// MySQLRestores returns a MySQLRestoreInformer.
 	MySQLRestores() TypedMySQLRestoreInformer
+	// MySQLUsers returns a MySQLUserInformer.
+	MySQLUsers() TypedMySQLUserInformer
 }
 
 type version struct {
@@ -60,7 +64,17 @@ func (v *version) MySQLClusters() TypedMySQLClusterInformer {
 	return &mySQLClusterInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }
 
+// MySQLDatabases returns a TypedMySQLDatabaseInformer.
+func (v *version) MySQLDatabases() TypedMySQLDatabaseInformer {
+	return &mySQLDatabaseInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
 // MySQLRestores returns a TypedMySQLRestoreInformer.
 func (v *version) MySQLRestores() TypedMySQLRestoreInformer {
 	return &mySQLRestoreInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
+}
+
+// MySQLUsers returns a TypedMySQLUserInformer.
+func (v *version) MySQLUsers() TypedMySQLUserInformer {
+	return &mySQLUserInformer{factory: v.factory, namespace: v.namespace, tweakListOptions: v.tweakListOptions}
 }

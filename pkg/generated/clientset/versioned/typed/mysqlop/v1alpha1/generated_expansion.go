@@ -24,4 +24,8 @@ type MySQLBackupScheduleExpansion interface{}
 
 type MySQLClusterExpansion interface{}
 
+type MySQLDatabaseExpansion interface{}
+
 type MySQLRestoreExpansion interface{}
+
+type MySQLUserExpansion interface{}

@@ -31,7 +31,9 @@ type MysqlopV1alpha1Interface interface {
 	MySQLBackupsGetter
 	MySQLBackupSchedulesGetter
 	MySQLClustersGetter
+	MySQLDatabasesGetter
 	MySQLRestoresGetter
+	MySQLUsersGetter
 }
 
 // MysqlopV1alpha1Client is used to interact with features provided by the mysqlop.io group.
@@ -51,8 +53,16 @@ func (c *MysqlopV1alpha1Client) MySQLClusters(namespace string) MySQLClusterInte
 	return newMySQLClusters(c, namespace)
 }
 
+func (c *MysqlopV1alpha1Client) MySQLDatabases(namespace string) MySQLDatabaseInterface {
+	return newMySQLDatabases(c, namespace)
+}
+
 func (c *MysqlopV1alpha1Client) MySQLRestores(namespace string) MySQLRestoreInterface {
 	return newMySQLRestores(c, namespace)
+}
+
+func (c *MysqlopV1alpha1Client) MySQLUsers(namespace string) MySQLUserInterface {
+	return newMySQLUsers(c, namespace)
 }
 
 // NewForConfig creates a new MysqlopV1alpha1Client for the given config.

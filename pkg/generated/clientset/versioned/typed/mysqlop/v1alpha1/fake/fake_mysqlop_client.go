@@ -40,8 +40,16 @@ func (c *FakeMysqlopV1alpha1) MySQLClusters(namespace string) v1alpha1.MySQLClus
 	return newFakeMySQLClusters(c, namespace)
 }
 
+func (c *FakeMysqlopV1alpha1) MySQLDatabases(namespace string) v1alpha1.MySQLDatabaseInterface {
+	return newFakeMySQLDatabases(c, namespace)
+}
+
 func (c *FakeMysqlopV1alpha1) MySQLRestores(namespace string) v1alpha1.MySQLRestoreInterface {
 	return newFakeMySQLRestores(c, namespace)
+}
+
+func (c *FakeMysqlopV1alpha1) MySQLUsers(namespace string) v1alpha1.MySQLUserInterface {
+	return newFakeMySQLUsers(c, namespace)
 }
 
 // RESTClient returns a RESTClient that is used to communicate

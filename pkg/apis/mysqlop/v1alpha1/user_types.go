@@ -1,0 +1,223 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=myu,categories=mysqlop
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user`
+// +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MySQLUser is a database account in a MySQLCluster: its password comes from a Secret key
+// and follows changes of that Secret, and its grants converge on the listed ones.
+type MySQLUser struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired account.
+	Spec MySQLUserSpec `json:"spec"`
+	// Status is what the operator last did.
+	// +optional
+	Status MySQLUserStatus `json:"status,omitempty"`
+}
+
+// MySQLUserSpec is a desired database account. The password is never part of it: it is read
+// from passwordSecretRef.
+// +kubebuilder:validation:XValidation:rule="has(self.user) == has(oldSelf.user) && (!has(self.user) || self.user == oldSelf.user)",message="user is immutable"
+// +kubebuilder:validation:XValidation:rule="self.host == oldSelf.host",message="host is immutable"
+type MySQLUserSpec struct {
+	// ClusterRef is the cluster, in the same namespace, the account lives in.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable"
+	ClusterRef ClusterReference `json:"clusterRef"`
+	// User is the account's user name; default the object's name. Names the operator uses
+	// itself are refused.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_][A-Za-z0-9_.-]*$`
+	// +kubebuilder:validation:XValidation:rule="!(self in ['root', 'mysqlop', 'repl', 'mariadb.sys', 'mysql.sys', 'mysql.session', 'mysql.infoschema', 'PUBLIC'])",message="user name is reserved"
+	// +optional
+	User string `json:"user,omitempty"`
+	// Host is the host pattern the account may connect from.
+	// +kubebuilder:default="%"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.%:/-]+$`
+	// +optional
+	Host string `json:"host,omitempty"`
+	// PasswordSecretRef is the Secret key holding the password. Changing the Secret changes
+	// the password.
+	PasswordSecretRef SecretKeyRef `json:"passwordSecretRef"`
+	// Grants are the account's privileges; privileges not listed are revoked. Global (*.*)
+	// grants may not include ALL, SUPER or READ ONLY ADMIN: those bypass read_only, which
+	// fencing during a failover relies on.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Grants []Grant `json:"grants,omitempty"`
+	// MaxUserConnections limits the account's simultaneous connections; 0 is unlimited.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=4294967295
+	// +optional
+	MaxUserConnections int64 `json:"maxUserConnections,omitempty"`
+	// RequireTLS makes the server refuse the account's unencrypted connections.
+	// +optional
+	RequireTLS bool `json:"requireTLS,omitempty"`
+	// DeletionPolicy says whether deleting the MySQLUser drops the account (Delete, the
+	// default) or leaves it (Retain).
+	// +kubebuilder:default=Delete
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// Grant is a set of privileges on a database, or on one table of it.
+// +kubebuilder:validation:XValidation:rule="!(self.database == '*' && self.privileges.exists(p, p.upperAscii().replace('_', ' ') in ['ALL', 'ALL PRIVILEGES', 'SUPER', 'READ ONLY ADMIN']))",message="ALL, SUPER and READ ONLY ADMIN on *.* bypass read_only and are not granted"
+// +kubebuilder:validation:XValidation:rule="self.database != '*' || self.table == '*'",message="a table needs a database"
+type Grant struct {
+	// Privileges are privilege names as in GRANT, such as SELECT, INSERT or ALL PRIVILEGES.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z][A-Za-z_ ]*[A-Za-z]$`
+	// +kubebuilder:validation:items:MaxLength=64
+	// +listType=atomic
+	Privileges []string `json:"privileges"`
+	// Database the privileges apply to; "*" is every database. As in GRANT, _ and % are
+	// wildcards unless escaped with a backslash.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(\*|[A-Za-z0-9_$%\\-]+)$`
+	Database string `json:"database"`
+	// Table the privileges apply to; default "*", every table of the database.
+	// +kubebuilder:default="*"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(\*|[A-Za-z0-9_$-]+)$`
+	// +optional
+	Table string `json:"table,omitempty"`
+	// GrantOption lets the account pass these privileges on.
+	// +optional
+	GrantOption bool `json:"grantOption,omitempty"`
+}
+
+// MySQLUserStatus is what the operator last did for a MySQLUser.
+type MySQLUserStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// PasswordSecretVersion is the resourceVersion of the password Secret whose password the
+	// account was last given; a different version means the password is set again.
+	// +optional
+	PasswordSecretVersion string `json:"passwordSecretVersion,omitempty"`
+	// Conditions: Ready says whether the account matches the spec, and if not, why.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MySQLUserList is a list of MySQLUsers.
+type MySQLUserList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the users.
+	Items []MySQLUser `json:"items"`
+}
+
+// +genclient
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=mydb,categories=mysqlop
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
+// +kubebuilder:printcolumn:name="Database",type=string,JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// MySQLDatabase is a schema in a MySQLCluster.
+type MySQLDatabase struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired schema.
+	Spec MySQLDatabaseSpec `json:"spec"`
+	// Status is what the operator last did.
+	// +optional
+	Status MySQLDatabaseStatus `json:"status,omitempty"`
+}
+
+// MySQLDatabaseSpec is a desired schema.
+// +kubebuilder:validation:XValidation:rule="has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",message="name is immutable"
+type MySQLDatabaseSpec struct {
+	// ClusterRef is the cluster, in the same namespace, the schema lives in.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterRef is immutable"
+	ClusterRef ClusterReference `json:"clusterRef"`
+	// Name is the schema's name; default the object's name. System schemas are refused.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_$-]+$`
+	// +kubebuilder:validation:XValidation:rule="!(self.lowerAscii() in ['mysql', 'information_schema', 'performance_schema', 'sys'])",message="system schemas are not managed"
+	// +optional
+	Name string `json:"name,omitempty"`
+	// CharacterSet is the schema's default character set; empty keeps the server's default.
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^[a-z0-9_]*$`
+	// +optional
+	CharacterSet string `json:"characterSet,omitempty"`
+	// Collation is the schema's default collation; empty keeps the character set's default.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z0-9_]*$`
+	// +optional
+	Collation string `json:"collation,omitempty"`
+	// DeletionPolicy says whether deleting the MySQLDatabase drops the schema and all its
+	// data (Delete) or leaves it (Retain, the default: data is only dropped when asked).
+	// +kubebuilder:default=Retain
+	// +optional
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// MySQLDatabaseStatus is what the operator last did for a MySQLDatabase.
+type MySQLDatabaseStatus struct {
+	// ObservedGeneration is the spec generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// CharacterSet and Collation are the schema's defaults as the server reported them.
+	// +optional
+	CharacterSet string `json:"characterSet,omitempty"`
+	// +optional
+	Collation string `json:"collation,omitempty"`
+	// Conditions: Ready says whether the schema matches the spec, and if not, why.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:object:root=true
+
+// MySQLDatabaseList is a list of MySQLDatabases.
+type MySQLDatabaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the databases.
+	Items []MySQLDatabase `json:"items"`
+}
+
+// Finalizers of MySQLUser and MySQLDatabase; both report the Ready condition.
+const (
+	// FinalizerUser drops the account (per deletionPolicy) before a MySQLUser goes away.
+	FinalizerUser = "mysqlop.io/user"
+	// FinalizerDatabase drops the schema (per deletionPolicy) before a MySQLDatabase goes away.
+	FinalizerDatabase = "mysqlop.io/database"
+)
