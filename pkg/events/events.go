@@ -21,6 +21,13 @@ const (
 	FencedWritable = "FencedWritable"
 	// ClusteringFailed: a clustering operation failed; the next round retries it.
 	ClusteringFailed = "ClusteringFailed"
+	// SecretNotFound: a MySQLUser's password Secret or key is missing; no account is created
+	// or changed until it exists.
+	SecretNotFound = "SecretNotFound"
+	// SQLFailed: the server refused an account or schema statement; retried with backoff.
+	SQLFailed = "SQLFailed"
+	// ClusterNotReady: the referenced cluster cannot take account or schema changes yet.
+	ClusterNotReady = "ClusterNotReady"
 )
 
 // Reasons for Normal events.
@@ -37,6 +44,23 @@ const (
 	VersionUpgraded = "VersionUpgraded"
 	// SwitchOver: the primary role moved to another member on request or for a restart.
 	SwitchOver = "SwitchOver"
+	// UserCreated: a MySQLUser's account was created.
+	UserCreated = "UserCreated"
+	// PasswordRotated: a MySQLUser's password was set from a changed Secret.
+	PasswordRotated = "PasswordRotated"
+	// UserUpdated: a MySQLUser's grants or limits were changed to match the spec.
+	UserUpdated = "UserUpdated"
+	// UserDropped: a deleted MySQLUser's account was dropped (deletionPolicy Delete).
+	UserDropped = "UserDropped"
+	// DatabaseCreated: a MySQLDatabase's schema was created.
+	DatabaseCreated = "DatabaseCreated"
+	// DatabaseUpdated: a MySQLDatabase's character set or collation was changed.
+	DatabaseUpdated = "DatabaseUpdated"
+	// DatabaseDropped: a deleted MySQLDatabase's schema was dropped (deletionPolicy Delete).
+	DatabaseDropped = "DatabaseDropped"
+	// Retained: a deleted object's account or schema was left in place (deletionPolicy Retain,
+	// or the cluster is gone).
+	Retained = "Retained"
 )
 
 // Condition reasons (metav1.Condition.Reason) shared by the controllers.

@@ -32,8 +32,10 @@ type Set struct {
 }
 
 // New returns factories for namespaces (empty or [""] means all). Kube factories list only
-// objects matching childSelector (empty: everything).
-func New(kube kubernetes.Interface, mysql versioned.Interface, namespaces []string, resync time.Duration, childSelector string) *Set {
+// objects matching childSelector, mysqlop factories only custom resources matching
+// targetSelector (empty: everything): the API server filters, so an operator never even
+// caches what another operator's selector owns.
+func New(kube kubernetes.Interface, mysql versioned.Interface, namespaces []string, resync time.Duration, childSelector, targetSelector string) *Set {
 	ns := slices.Compact(slices.Sorted(slices.Values(namespaces)))
 	if len(ns) == 0 || slices.Contains(ns, metav1.NamespaceAll) {
 		ns = []string{metav1.NamespaceAll}
@@ -44,7 +46,8 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, namespaces []stri
 			kubeinformers.WithNamespace(n),
 			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = childSelector })))
 		s.mysql = append(s.mysql, mysqlinformers.NewSharedInformerFactoryWithOptions(mysql, resync,
-			mysqlinformers.WithNamespace(n)))
+			mysqlinformers.WithNamespace(n),
+			mysqlinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = targetSelector })))
 	}
 	return s
 }

@@ -24,7 +24,7 @@ func TestWatchesOnlyListedNamespacesAndLabels(t *testing.T) {
 	kube := kubefake.NewClientset(
 		cm("a", "x", ours), cm("b", "y", ours), cm("c", "z", ours), cm("a", "foreign", nil),
 	)
-	set := New(kube, mysqlfake.NewSimpleClientset(), []string{"b", "a", "a"}, 0, "managed=yes")
+	set := New(kube, mysqlfake.NewSimpleClientset(), []string{"b", "a", "a"}, 0, "managed=yes", "")
 	if len(set.Namespaces) != 2 {
 		t.Fatalf("namespaces %v, want a and b once each", set.Namespaces)
 	}
@@ -66,7 +66,7 @@ func TestWatchesOnlyListedNamespacesAndLabels(t *testing.T) {
 
 func TestAllNamespaces(t *testing.T) {
 	for _, ns := range [][]string{nil, {}, {""}, {"a", ""}} {
-		if got := New(kubefake.NewClientset(), mysqlfake.NewSimpleClientset(), ns, 0, "").Namespaces; len(got) != 1 || got[0] != "" {
+		if got := New(kubefake.NewClientset(), mysqlfake.NewSimpleClientset(), ns, 0, "", "").Namespaces; len(got) != 1 || got[0] != "" {
 			t.Errorf("New(%q) watches %q, want all namespaces", ns, got)
 		}
 	}

@@ -29,6 +29,8 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/database"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/user"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlscheme "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/scheme"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
@@ -144,7 +146,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mysql-operator"})
 
-	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, resources.LabelManagedBy+"="+resources.ManagedBy)
+	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, resources.LabelManagedBy+"="+resources.ManagedBy, o.TargetSelector)
 	cfg := cluster.Config{
 		Images:             cluster.Images{MySQL: o.MySQLImage, MariaDB: o.MariaDBImage, Agent: o.AgentImage},
 		OperatorVersion:    o.OperatorVersion,
@@ -158,6 +160,14 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
 	}
+	users, err := user.New(kube, mysql, set, recorder, cfg.Resolve)
+	if err != nil {
+		return fmt.Errorf("set up user controller: %w", err)
+	}
+	databases, err := database.New(mysql, set, recorder, cfg.Resolve)
+	if err != nil {
+		return fmt.Errorf("set up database controller: %w", err)
+	}
 
 	set.Start(ctx.Done())
 	defer set.Shutdown()
@@ -166,9 +176,26 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	}
 	ready.Store(true)
 
-	errc := make(chan error, 1)
-	go func() { errc <- clusters.Run(ctx, o.ClusterWorkers) }()
-	return <-errc
+	// Every controller runs until ctx is done; the first to fail stops the others.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runs := []func() error{
+		func() error { return clusters.Run(ctx, o.ClusterWorkers) },
+		func() error { return users.Run(ctx, o.UserWorkers) },
+		func() error { return databases.Run(ctx, o.DatabaseWorkers) },
+	}
+	errc := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { errc <- run() }()
+	}
+	var errs []error
+	for range runs {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+			cancel()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func healthMux(ready *atomic.Bool) *http.ServeMux {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -27,6 +28,13 @@ type Options struct {
 	KubeAPIBurst int
 	// ClusterWorkers is the number of MySQLCluster reconciles that run at once.
 	ClusterWorkers int
+	// UserWorkers is the number of MySQLUser reconciles that run at once.
+	UserWorkers int
+	// DatabaseWorkers is the number of MySQLDatabase reconciles that run at once.
+	DatabaseWorkers int
+	// TargetSelector is a label selector: only custom resources whose labels match are
+	// handled. Empty: all.
+	TargetSelector string
 	// ResyncPeriod is how often every object is re-queued even without changes.
 	ResyncPeriod time.Duration
 	// Clustering runs the clustering manager (replication, roles, failover) for every cluster.
@@ -80,6 +88,8 @@ func New() *Options {
 		KubeAPIQPS:           20,
 		KubeAPIBurst:         40,
 		ClusterWorkers:       4,
+		UserWorkers:          2,
+		DatabaseWorkers:      2,
 		ResyncPeriod:         10 * time.Minute,
 		Clustering:           true,
 		ClusteringInterval:   time.Second,
@@ -106,6 +116,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second to the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server.")
 	fs.IntVar(&o.ClusterWorkers, "cluster-workers", o.ClusterWorkers, "MySQLClusters reconciled at once.")
+	fs.IntVar(&o.UserWorkers, "user-workers", o.UserWorkers, "MySQLUsers reconciled at once.")
+	fs.IntVar(&o.DatabaseWorkers, "database-workers", o.DatabaseWorkers, "MySQLDatabases reconciled at once.")
+	fs.StringVar(&o.TargetSelector, "target-selector", o.TargetSelector, "Label selector: handle only custom resources (of every kind) whose labels match. Empty: all. Operators with disjoint selectors split the work.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "How often every object is reconciled even without changes.")
 	fs.BoolVar(&o.Clustering, "clustering", o.Clustering, "Manage replication, roles and failover of every cluster. Turn off only where pods run no MySQL (kwok).")
 	fs.DurationVar(&o.ClusteringInterval, "clustering-interval", o.ClusteringInterval, "Time between clustering rounds of one cluster; failover needs two failed rounds.")
@@ -133,8 +146,16 @@ func (o *Options) Validate() error {
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
 	}
-	if o.ClusterWorkers < 1 {
-		errs = append(errs, fmt.Errorf("--cluster-workers must be at least 1, got %d", o.ClusterWorkers))
+	for _, w := range []struct {
+		flag string
+		n    int
+	}{{"--cluster-workers", o.ClusterWorkers}, {"--user-workers", o.UserWorkers}, {"--database-workers", o.DatabaseWorkers}} {
+		if w.n < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", w.flag, w.n))
+		}
+	}
+	if _, err := labels.Parse(o.TargetSelector); err != nil {
+		errs = append(errs, fmt.Errorf("--target-selector: %w", err))
 	}
 	if o.Clustering && o.ClusteringInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--clustering-interval must be at least 100ms, got %v", o.ClusteringInterval))

@@ -19,11 +19,11 @@ func TestFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	err := fs.Parse([]string{"--namespace=a", "--namespace=b", "--kube-api-qps=50", "--cluster-workers=8",
-		"--leader-elect=false", "--resync-period=1m", "--agent-image=x:1"})
+		"--leader-elect=false", "--resync-period=1m", "--agent-image=x:1", "--target-selector=team=a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.Namespaces) != 2 || o.KubeAPIQPS != 50 || o.ClusterWorkers != 8 || o.LeaderElect || o.ResyncPeriod != time.Minute || o.AgentImage != "x:1" {
+	if len(o.Namespaces) != 2 || o.KubeAPIQPS != 50 || o.ClusterWorkers != 8 || o.LeaderElect || o.ResyncPeriod != time.Minute || o.AgentImage != "x:1" || o.TargetSelector != "team=a" {
 		t.Errorf("parsed %+v", o)
 	}
 }
@@ -32,6 +32,8 @@ func TestValidate(t *testing.T) {
 	for name, mutate := range map[string]func(*Options){
 		"--kube-api-qps":    func(o *Options) { o.KubeAPIQPS = 0 },
 		"--cluster-workers": func(o *Options) { o.ClusterWorkers = 0 },
+		"--user-workers":    func(o *Options) { o.UserWorkers = 0 },
+		"--target-selector": func(o *Options) { o.TargetSelector = "a in (" },
 		"--agent-image":     func(o *Options) { o.AgentImage = "" },
 		"renew-deadline":    func(o *Options) { o.RenewDeadline = o.LeaseDuration },
 	} {

@@ -183,3 +183,11 @@ func Ordinal(setName, podName string) int {
 	}
 	return n
 }
+
+// Resolver returns the address the operator dials for a member pod.
+type Resolver func(c *v1alpha1.MySQLCluster, pod string) (host string, port int)
+
+// DNSResolver dials members by their stable DNS names under the headless Service.
+func DNSResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
+	return fmt.Sprintf("%s.%s.%s.svc", pod, HeadlessServiceName(c), c.Namespace), PortMySQL
+}

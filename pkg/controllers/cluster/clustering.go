@@ -16,20 +16,11 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
-	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 // AnnotationSwitchoverTo on a MySQLCluster requests a switchover to the named member pod. The
 // operator removes it once that member is the primary.
 const AnnotationSwitchoverTo = "mysqlop.io/switchover-to"
-
-// Resolver returns the address the operator dials for a member pod.
-type Resolver func(c *v1alpha1.MySQLCluster, pod string) (host string, port int)
-
-// DNSResolver dials members by their stable DNS names under the headless Service.
-func DNSResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
-	return fmt.Sprintf("%s.%s.%s.svc", pod, resources.HeadlessServiceName(c), c.Namespace), resources.PortMySQL
-}
 
 // runnerConfig is everything a clustering runner needs; the controller hands it a new one
 // whenever it changes.

@@ -64,8 +64,8 @@ type Config struct {
 	Clustering bool
 	// ClusteringInterval is the time between clustering rounds of one cluster.
 	ClusteringInterval time.Duration
-	// Resolve maps a member pod to the address the operator dials; default DNSResolver.
-	Resolve Resolver
+	// Resolve maps a member pod to the address the operator dials; default resources.DNSResolver.
+	Resolve resources.Resolver
 }
 
 // Controller reconciles MySQLClusters.
@@ -118,7 +118,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		}),
 	}
 	if cfg.Resolve == nil {
-		cfg.Resolve = DNSResolver
+		cfg.Resolve = resources.DNSResolver
 	}
 	if cfg.ClusteringInterval <= 0 {
 		cfg.ClusteringInterval = time.Second

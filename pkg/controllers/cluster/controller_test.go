@@ -64,7 +64,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 
 func startFixture(t *testing.T, cfg Config, kube *kubefake.Clientset, mysql *mysqlfake.Clientset) *fixture {
 	t.Helper()
-	set := informerset.New(kube, mysql, nil, 0, resources.LabelManagedBy+"="+resources.ManagedBy)
+	set := informerset.New(kube, mysql, nil, 0, resources.LabelManagedBy+"="+resources.ManagedBy, "")
 	rec := record.NewFakeRecorder(100)
 	ctrl, err := New(kube, mysql, set, rec, cfg)
 	if err != nil {

@@ -111,8 +111,8 @@ type MySQLUserStatus struct {
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// PasswordSecretVersion is the resourceVersion of the password Secret whose password the
-	// account was last given; a different version means the password is set again.
+	// PasswordSecretVersion names the Secret, key and Secret resourceVersion
+	// (name/key@version) the account's password was last set from; any change sets it again.
 	// +optional
 	PasswordSecretVersion string `json:"passwordSecretVersion,omitempty"`
 	// Conditions: Ready says whether the account matches the spec, and if not, why.

@@ -29,8 +29,8 @@ import (
 type MySQLUserStatusApplyConfiguration struct {
 	// ObservedGeneration is the spec generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// PasswordSecretVersion is the resourceVersion of the password Secret whose password the
-	// account was last given; a different version means the password is set again.
+	// PasswordSecretVersion names the Secret, key and Secret resourceVersion
+	// (name/key@version) the account's password was last set from; any change sets it again.
 	PasswordSecretVersion *string `json:"passwordSecretVersion,omitempty"`
 	// Conditions: Ready says whether the account matches the spec, and if not, why.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`

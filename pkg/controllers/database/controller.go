@@ -1,0 +1,242 @@
+// Package database is the MySQLDatabase controller: it makes a schema exist on the
+// referenced cluster's primary with the requested character set and collation, and drops it
+// when the MySQLDatabase is deleted only if its deletionPolicy is Delete (the default,
+// Retain, keeps the data).
+package database
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
+	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+)
+
+// Name is the controller's name in logs, metrics and its workqueue.
+const Name = "database"
+
+const byCluster = "cluster"
+
+// Controller reconciles MySQLDatabases.
+type Controller struct {
+	mysql     versioned.Interface
+	databases listers.MySQLDatabaseLister
+	index     cache.Indexer
+	connector *sqlobject.Connector
+	recorder  record.EventRecorder
+	worker    sqlobject.Worker
+}
+
+// New registers the controller's informers and index with set and returns the controller.
+func New(client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve resources.Resolver) (*Controller, error) {
+	dbInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLDatabases().Informer()
+	})
+	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
+	})
+	secretInf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().Secrets().Informer()
+	})
+	for _, inf := range dbInf {
+		if err := inf.AddIndexers(cache.Indexers{byCluster: func(obj any) ([]string, error) {
+			d, ok := obj.(*v1alpha1.MySQLDatabase)
+			if !ok {
+				return nil, nil
+			}
+			return []string{d.Namespace + "/" + d.Spec.ClusterRef.Name}, nil
+		}}); err != nil {
+			return nil, fmt.Errorf("index databases: %w", err)
+		}
+	}
+	if resolve == nil {
+		resolve = resources.DNSResolver
+	}
+	c := &Controller{
+		mysql:     client,
+		databases: listers.NewMySQLDatabaseLister(dbInf.Indexer()),
+		index:     dbInf.Indexer(),
+		connector: &sqlobject.Connector{
+			Clusters: listers.NewMySQLClusterLister(clusterInf.Indexer()),
+			Secrets:  corelisters.NewSecretLister(secretInf.Indexer()),
+			Resolve:  resolve,
+		},
+		recorder: recorder,
+	}
+	c.worker = sqlobject.Worker{
+		Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
+		Synced: []cache.InformerSynced{dbInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced},
+	}
+	if err := dbInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+		return nil, fmt.Errorf("watch databases: %w", err)
+	}
+	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(func(key string) {
+		objs, _ := c.index.ByIndex(byCluster, key)
+		for _, o := range objs {
+			sqlobject.Enqueue(c.worker.Queue, o)
+		}
+	})); err != nil {
+		return nil, fmt.Errorf("watch clusters: %w", err)
+	}
+	return c, nil
+}
+
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
+
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	cached, err := c.databases.MySQLDatabases(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get database %s: %w", key, err)
+	}
+	d := cached.DeepCopy()
+	v1alpha1.SetDatabaseDefaults(d)
+	if d.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached, d)
+	}
+	if errs := v1alpha1.ValidateDatabase(d); len(errs) > 0 {
+		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+	}
+	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerDatabase) {
+		withFinalizer := cached.DeepCopy()
+		withFinalizer.Finalizers = append(withFinalizer.Finalizers, v1alpha1.FinalizerDatabase)
+		if cached, err = c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update(ctx, withFinalizer, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("add finalizer to database %s: %w", key, err)
+		}
+	}
+	in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
+	if nr, ok := sqlobject.IsNotReady(err); ok {
+		return c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
+	}
+	if err != nil {
+		_ = c.notReady(ctx, cached, sqlobject.ReasonClusterUnreachable, err.Error(), "")
+		return err
+	}
+	defer in.DB.Close()
+
+	name := d.Spec.Name
+	want := mysql.Schema{CharacterSet: d.Spec.CharacterSet, Collation: d.Spec.Collation}
+	have, err := in.Schema(ctx, name)
+	if err != nil {
+		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		return err
+	}
+	stmt, reason, err := plan(name, want, have)
+	if err != nil {
+		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+	}
+	if err := in.Exec(ctx, stmt); err != nil {
+		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		return fmt.Errorf("reconcile database %s: %w", name, err)
+	}
+	if reason != "" {
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, reason, "%s database %s", map[string]string{events.DatabaseCreated: "Created", events.DatabaseUpdated: "Altered"}[reason], name)
+		klog.FromContext(ctx).Info("Reconciled database", "database", klog.KObj(cached), "change", reason)
+		if have, err = in.Schema(ctx, name); err != nil || have == nil {
+			return fmt.Errorf("read database %s after %s: %w", name, reason, err)
+		}
+	}
+	st := cached.Status.DeepCopy()
+	st.ObservedGeneration = cached.Generation
+	st.CharacterSet, st.Collation = have.CharacterSet, have.Collation
+	sqlobject.SetReady(&st.Conditions, cached.Generation, true, sqlobject.ReasonReconciled, fmt.Sprintf("Database %s matches the spec", name))
+	return c.writeStatus(ctx, cached, st)
+}
+
+// plan decides the one statement (if any) that makes the schema match: have is nil when
+// it does not exist. Unset character set or collation accept what the server has.
+func plan(name string, want mysql.Schema, have *mysql.Schema) (mysql.Statement, string, error) {
+	if have == nil {
+		s, err := mysql.CreateSchema(name, want)
+		return s, events.DatabaseCreated, err
+	}
+	if (want.CharacterSet == "" || want.CharacterSet == have.CharacterSet) && (want.Collation == "" || want.Collation == have.Collation) {
+		return mysql.Statement{}, "", nil
+	}
+	s, err := mysql.AlterSchema(name, want)
+	return s, events.DatabaseUpdated, err
+}
+
+// finalize drops the schema of a deleted MySQLDatabase only under deletionPolicy Delete,
+// then releases the finalizer. A cluster that is gone never blocks the deletion.
+func (c *Controller) finalize(ctx context.Context, cached, d *v1alpha1.MySQLDatabase) error {
+	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerDatabase) {
+		return nil
+	}
+	gone, err := c.connector.Gone(d.Namespace, d.Spec.ClusterRef.Name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case gone:
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "MySQLCluster %s is gone: nothing to drop", d.Spec.ClusterRef.Name)
+	case d.Spec.DeletionPolicy != v1alpha1.DeletionDelete:
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept database %s and its data (deletionPolicy Retain)", d.Spec.Name)
+	default:
+		in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
+		if nr, ok := sqlobject.IsNotReady(err); ok {
+			return c.notReady(ctx, cached, sqlobject.ReasonDeleting, "Waiting to drop the database: "+nr.Message, "")
+		}
+		if err != nil {
+			return err
+		}
+		defer in.DB.Close()
+		if err := in.Exec(ctx, mysql.DropSchema(d.Spec.Name)); err != nil {
+			_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+			return fmt.Errorf("drop database %s: %w", d.Spec.Name, err)
+		}
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.DatabaseDropped, "Dropped database %s (deletionPolicy Delete)", d.Spec.Name)
+	}
+	done := cached.DeepCopy()
+	sqlobject.RemoveFinalizer(done, v1alpha1.FinalizerDatabase)
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).Update(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer of database %s: %w", klog.KObj(cached), err)
+	}
+	return nil
+}
+
+// notReady records a Ready=False condition, with a Warning event on a change of reason.
+func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLDatabase, reason, message, eventReason string) error {
+	st := cached.Status.DeepCopy()
+	if sqlobject.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
+		c.recorder.Event(cached, corev1.EventTypeWarning, eventReason, message)
+	}
+	st.ObservedGeneration = cached.Generation
+	return c.writeStatus(ctx, cached, st)
+}
+
+// writeStatus writes st through the status subresource unless it equals the cached status.
+func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLDatabase, st *v1alpha1.MySQLDatabaseStatus) error {
+	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
+		return nil
+	}
+	d := cached.DeepCopy()
+	d.Status = *st
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write status of database %s: %w", klog.KObj(d), err)
+	}
+	return nil
+}

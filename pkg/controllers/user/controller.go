@@ -1,0 +1,280 @@
+// Package user is the MySQLUser controller: it makes an account exist on the referenced
+// cluster's primary with the password from a Secret key, the listed grants (revoking the
+// rest) and limits; sets the password again when the Secret changes; and drops the account
+// when the MySQLUser is deleted, unless its deletionPolicy is Retain.
+//
+// Only the Secrets that users reference are watched (package secretwatch), and an index
+// from Secret to users turns a Secret's change into the users to reconcile.
+package user
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
+	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/secretwatch"
+)
+
+// Name is the controller's name in logs, metrics and its workqueue.
+const Name = "user"
+
+// Index names on the MySQLUser informers.
+const (
+	bySecret  = "secret"
+	byCluster = "cluster"
+)
+
+// Controller reconciles MySQLUsers.
+type Controller struct {
+	mysql     versioned.Interface
+	users     listers.MySQLUserLister
+	index     cache.Indexer
+	connector *sqlobject.Connector
+	secrets   *secretwatch.Watcher
+	recorder  record.EventRecorder
+	worker    sqlobject.Worker
+}
+
+// New registers the controller's informers and indexes with set and returns the controller.
+func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve resources.Resolver) (*Controller, error) {
+	userInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLUsers().Informer()
+	})
+	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
+	})
+	secretInf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().Secrets().Informer()
+	})
+	for _, inf := range userInf {
+		if err := inf.AddIndexers(cache.Indexers{bySecret: secretIndex, byCluster: clusterIndex}); err != nil {
+			return nil, fmt.Errorf("index users: %w", err)
+		}
+	}
+	if resolve == nil {
+		resolve = resources.DNSResolver
+	}
+	c := &Controller{
+		mysql: client,
+		users: listers.NewMySQLUserLister(userInf.Indexer()),
+		index: userInf.Indexer(),
+		connector: &sqlobject.Connector{
+			Clusters: listers.NewMySQLClusterLister(clusterInf.Indexer()),
+			Secrets:  corelisters.NewSecretLister(secretInf.Indexer()),
+			Resolve:  resolve,
+		},
+		recorder: recorder,
+	}
+	c.secrets = secretwatch.New(kube, func(s cache.ObjectName) { c.enqueueBy(bySecret, s.String()) })
+	c.worker = sqlobject.Worker{
+		Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
+		Synced: []cache.InformerSynced{userInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced},
+	}
+	if err := userInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+		return nil, fmt.Errorf("watch users: %w", err)
+	}
+	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(func(key string) { c.enqueueBy(byCluster, key) })); err != nil {
+		return nil, fmt.Errorf("watch clusters: %w", err)
+	}
+	return c, nil
+}
+
+func secretIndex(obj any) ([]string, error) {
+	u, ok := obj.(*v1alpha1.MySQLUser)
+	if !ok || u.Spec.PasswordSecretRef.Name == "" {
+		return nil, nil
+	}
+	return []string{u.Namespace + "/" + u.Spec.PasswordSecretRef.Name}, nil
+}
+
+func clusterIndex(obj any) ([]string, error) {
+	u, ok := obj.(*v1alpha1.MySQLUser)
+	if !ok {
+		return nil, nil
+	}
+	return []string{u.Namespace + "/" + u.Spec.ClusterRef.Name}, nil
+}
+
+// enqueueBy enqueues the users whose index value is value.
+func (c *Controller) enqueueBy(index, value string) {
+	objs, err := c.index.ByIndex(index, value)
+	if err != nil {
+		return
+	}
+	for _, o := range objs {
+		sqlobject.Enqueue(c.worker.Queue, o)
+	}
+}
+
+// Run watches referenced Secrets and runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	c.secrets.Start(ctx.Done())
+	return c.worker.Run(ctx, workers)
+}
+
+// sync reconciles one MySQLUser. Waiting states (no Secret, no cluster, no primary) return
+// nil after a condition: the watches bring the user back when they change.
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	cached, err := c.users.MySQLUsers(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		c.secrets.Forget(key.String())
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get user %s: %w", key, err)
+	}
+	u := cached.DeepCopy()
+	v1alpha1.SetUserDefaults(u)
+	if u.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached, u)
+	}
+	if errs := v1alpha1.ValidateUser(u); len(errs) > 0 {
+		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+	}
+	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerUser) {
+		withFinalizer := cached.DeepCopy()
+		withFinalizer.Finalizers = append(withFinalizer.Finalizers, v1alpha1.FinalizerUser)
+		if cached, err = c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update(ctx, withFinalizer, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("add finalizer to user %s: %w", key, err)
+		}
+	}
+
+	ref := u.Spec.PasswordSecretRef
+	secretKey := cache.ObjectName{Namespace: u.Namespace, Name: ref.Name}
+	c.secrets.Reference(key.String(), secretKey)
+	sec, found, err := c.secrets.Get(ctx, secretKey)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s not found: the account is not created or changed until it exists", ref.Name), events.SecretNotFound)
+	}
+	password := sec.Data[ref.Key]
+	if len(password) == 0 {
+		return c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s has no key %q, or it is empty", ref.Name, ref.Key), events.SecretNotFound)
+	}
+
+	in, err := c.connector.Primary(ctx, u.Namespace, u.Spec.ClusterRef.Name)
+	if nr, ok := sqlobject.IsNotReady(err); ok {
+		return c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
+	}
+	if err != nil {
+		_ = c.notReady(ctx, cached, sqlobject.ReasonClusterUnreachable, err.Error(), "")
+		return err
+	}
+	defer in.DB.Close()
+
+	a := mysql.Account{User: u.Spec.User, Host: u.Spec.Host}
+	state, err := in.Account(ctx, a)
+	if err != nil {
+		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		return err
+	}
+	// A new Secret, key or Secret version: set the password again.
+	version := fmt.Sprintf("%s/%s@%s", ref.Name, ref.Key, sec.ResourceVersion)
+	rotate := cached.Status.PasswordSecretVersion != version
+	ch, err := plan(in.Flavor, &u.Spec, string(password), state, rotate)
+	if err != nil {
+		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+	}
+	if err := in.Exec(ctx, ch.Statements...); err != nil {
+		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		return fmt.Errorf("reconcile account %s: %w", a, err)
+	}
+	if ch.Reason != "" {
+		c.recorder.Event(cached, corev1.EventTypeNormal, ch.Reason, ch.Message)
+		klog.FromContext(ctx).Info("Reconciled account", "user", klog.KObj(cached), "change", ch.Reason)
+	}
+	st := cached.Status.DeepCopy()
+	st.PasswordSecretVersion = version
+	st.ObservedGeneration = cached.Generation
+	sqlobject.SetReady(&st.Conditions, cached.Generation, true, sqlobject.ReasonReconciled, fmt.Sprintf("Account %s matches the spec", a))
+	return c.writeStatus(ctx, cached, st)
+}
+
+// finalize drops the account of a deleted MySQLUser per its deletion policy, then releases
+// the finalizer. A cluster that is gone has nothing to drop and never blocks the deletion.
+func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser) error {
+	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerUser) {
+		c.secrets.Forget(cache.MetaObjectToName(cached).String())
+		return nil
+	}
+	a := mysql.Account{User: u.Spec.User, Host: u.Spec.Host}
+	gone, err := c.connector.Gone(u.Namespace, u.Spec.ClusterRef.Name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case gone:
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "MySQLCluster %s is gone: nothing to drop", u.Spec.ClusterRef.Name)
+	case u.Spec.DeletionPolicy == v1alpha1.DeletionRetain:
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s (deletionPolicy Retain)", a)
+	default:
+		in, err := c.connector.Primary(ctx, u.Namespace, u.Spec.ClusterRef.Name)
+		if nr, ok := sqlobject.IsNotReady(err); ok {
+			return c.notReady(ctx, cached, sqlobject.ReasonDeleting, "Waiting to drop the account: "+nr.Message, "")
+		}
+		if err != nil {
+			return err
+		}
+		defer in.DB.Close()
+		if err := in.Exec(ctx, mysql.DropAccount(a)); err != nil {
+			_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+			return fmt.Errorf("drop account %s: %w", a, err)
+		}
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.UserDropped, "Dropped account %s", a)
+	}
+	done := cached.DeepCopy()
+	sqlobject.RemoveFinalizer(done, v1alpha1.FinalizerUser)
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).Update(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer of user %s: %w", klog.KObj(cached), err)
+	}
+	c.secrets.Forget(cache.MetaObjectToName(cached).String())
+	return nil
+}
+
+// notReady records why the account does not match the spec: a Ready=False condition, and a
+// Warning event named eventReason when the condition changes (none when empty).
+func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLUser, reason, message, eventReason string) error {
+	st := cached.Status.DeepCopy()
+	if sqlobject.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
+		c.recorder.Event(cached, corev1.EventTypeWarning, eventReason, message)
+	}
+	st.ObservedGeneration = cached.Generation
+	return c.writeStatus(ctx, cached, st)
+}
+
+// writeStatus writes st through the status subresource unless it equals the cached status.
+func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLUser, st *v1alpha1.MySQLUserStatus) error {
+	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
+		return nil
+	}
+	u := cached.DeepCopy()
+	u.Status = *st
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write status of user %s: %w", klog.KObj(u), err)
+	}
+	return nil
+}

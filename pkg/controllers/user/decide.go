@@ -1,0 +1,63 @@
+package user
+
+import (
+	"fmt"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// desiredGrants turns a defaulted spec's grants into the form the server reports.
+func desiredGrants(s *v1alpha1.MySQLUserSpec) (mysql.Grants, error) {
+	g := mysql.Grants{}
+	for i, gr := range s.Grants {
+		if err := g.Add(mysql.Scope{Database: gr.Database, Table: gr.Table}, gr.Privileges, gr.GrantOption); err != nil {
+			return nil, fmt.Errorf("spec.grants[%d]: %w", i, err)
+		}
+	}
+	return g, nil
+}
+
+// change is what one reconcile does to an account.
+type change struct {
+	// Statements run in order on the primary.
+	Statements []mysql.Statement
+	// Reason is the Normal event reason, empty when nothing changes.
+	Reason string
+	// Message says what changed, naming no secret.
+	Message string
+}
+
+// plan decides the statements that make the account match spec. state is nil when the
+// account does not exist; rotate says the password Secret changed since it was last set.
+func plan(flavor mysql.Flavor, spec *v1alpha1.MySQLUserSpec, password string, state *mysql.AccountState, rotate bool) (change, error) {
+	a := mysql.Account{User: spec.User, Host: spec.Host}
+	opts := mysql.AccountOptions{MaxUserConnections: spec.MaxUserConnections, RequireTLS: spec.RequireTLS}
+	want, err := desiredGrants(spec)
+	if err != nil {
+		return change{}, err
+	}
+	if state == nil {
+		stmts := append([]mysql.Statement{flavor.CreateAccount(a, password, opts)}, mysql.DiffGrants(a, mysql.Grants{}, want)...)
+		return change{Statements: stmts, Reason: events.UserCreated, Message: fmt.Sprintf("Created account %s", a)}, nil
+	}
+	var c change
+	if rotate {
+		c.Statements = append(c.Statements, flavor.SetPassword(a, password))
+		c.Reason, c.Message = events.PasswordRotated, fmt.Sprintf("Set the password of %s from its Secret", a)
+	}
+	grants := mysql.DiffGrants(a, state.Grants, want)
+	if state.Options != opts || len(grants) > 0 {
+		if state.Options != opts {
+			c.Statements = append(c.Statements, mysql.AlterAccountOptions(a, opts))
+		}
+		c.Statements = append(c.Statements, grants...)
+		if c.Reason == "" {
+			c.Reason, c.Message = events.UserUpdated, fmt.Sprintf("Updated the grants and limits of %s", a)
+		} else {
+			c.Message += "; updated its grants and limits"
+		}
+	}
+	return c, nil
+}

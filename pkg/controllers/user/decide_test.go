@@ -1,0 +1,55 @@
+package user
+
+import (
+	"testing"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+func TestPlan(t *testing.T) {
+	spec := &v1alpha1.MySQLUserSpec{User: "app", Host: "%", MaxUserConnections: 3,
+		Grants: []v1alpha1.Grant{{Privileges: []string{"SELECT"}, Database: "app", Table: "*"}}}
+	want, err := desiredGrants(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matching := &mysql.AccountState{Options: mysql.AccountOptions{MaxUserConnections: 3}, Grants: want}
+	for _, tc := range []struct {
+		name    string
+		state   *mysql.AccountState
+		rotate  bool
+		reason  string
+		queries []string
+	}{
+		{"absent", nil, false, events.UserCreated, []string{
+			"CREATE USER ?@? IDENTIFIED BY PASSWORD ? REQUIRE NONE WITH MAX_USER_CONNECTIONS 3",
+			"GRANT SELECT ON `app`.* TO ?@?"}},
+		{"matching", matching, false, "", nil},
+		{"rotated", matching, true, events.PasswordRotated, []string{"ALTER USER ?@? IDENTIFIED BY PASSWORD ?"}},
+		{"drifted", &mysql.AccountState{Grants: mysql.Grants{{Database: "app", Table: "*"}: {Privileges: []string{"DELETE", "SELECT"}}}},
+			false, events.UserUpdated, []string{
+				"ALTER USER ?@? REQUIRE NONE WITH MAX_USER_CONNECTIONS 3",
+				"REVOKE DELETE ON `app`.* FROM ?@?"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := plan(mysql.MariaDB, spec, "pw", tc.state, tc.rotate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range c.Statements {
+				got = append(got, s.Query)
+			}
+			if c.Reason != tc.reason || len(got) != len(tc.queries) {
+				t.Fatalf("reason %q statements %q; want %q %q", c.Reason, got, tc.reason, tc.queries)
+			}
+			for i := range got {
+				if got[i] != tc.queries[i] {
+					t.Errorf("statement %d: %q, want %q", i, got[i], tc.queries[i])
+				}
+			}
+		})
+	}
+}
