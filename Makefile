@@ -28,8 +28,9 @@ generate: ## Regenerate deepcopy, clientset, listers, informers, apply configura
 	hack/update-codegen.sh
 
 .PHONY: verify
-verify: ## Fail on stale generated code or CRDs, unformatted code, go vet findings or an untidy go.mod.
+verify: ## Fail on stale generated code, CRDs or rendered manifests, a chart helm lint refuses, unformatted code, go vet findings or an untidy go.mod.
 	hack/verify-codegen.sh
+	_output/bin/helm lint --strict contrib/charts/mysql-operator
 	@out=$$(gofmt -l $$(ls -d cmd pkg test 2>/dev/null)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff

@@ -7,7 +7,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "${TMP}"' EXIT
 
-GENERATED=(pkg/apis pkg/generated contrib/manifests/crds)
+GENERATED=(pkg/apis pkg/generated contrib/manifests contrib/charts/mysql-operator/crds)
 mkdir -p "${TMP}/tree"
 # Copy sources without build outputs; _output/bin is shared so tools are not rebuilt.
 tar -C "${ROOT}" --exclude=./_output --exclude=./.git -cf - . | tar -C "${TMP}/tree" -xf -

@@ -1,6 +1,7 @@
 // Package integration runs the real operator wiring (pkg/operator, in process) against a real
 // etcd, kube-apiserver, kube-controller-manager and kube-scheduler, with kwok nodes whose pods
-// turn Ready without running anything. The MySQL data plane is not involved here.
+// turn Ready without running anything. Where the operator must talk to MySQL (clustering, users,
+// databases), real MariaDB servers on loopback stand for the members' mysqld.
 package integration
 
 import (
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
@@ -110,6 +112,13 @@ func tail(b []byte, n int) []byte {
 // or the returned stop function is called (which waits for it to return).
 func startOperator(t *testing.T, ns string, mutate ...func(*options.Options)) (stop func()) {
 	t.Helper()
+	return startOperatorAs(t, cp.Config, ns, mutate...)
+}
+
+// startOperatorAs is startOperator with the client configuration cfg (for example one that
+// impersonates the Helm chart's ServiceAccount).
+func startOperatorAs(t *testing.T, cfg *rest.Config, ns string, mutate ...func(*options.Options)) (stop func()) {
+	t.Helper()
 	o := options.New()
 	o.Namespaces = []string{ns}
 	o.LeaderElect = false
@@ -124,7 +133,7 @@ func startOperator(t *testing.T, ns string, mutate ...func(*options.Options)) (s
 	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithValues("operator", o.OperatorVersion, "ns", ns)))
 	done := make(chan error, 1)
-	go func() { done <- operator.RunWithConfig(ctx, o, cp.Config) }()
+	go func() { done <- operator.RunWithConfig(ctx, o, cfg) }()
 	stopped := false
 	stop = func() {
 		if stopped {

@@ -1,0 +1,51 @@
+{{/* The release's full name, used for every object's name. */}}
+{{- define "mysql-operator.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "mysql-operator.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "mysql-operator.labels" -}}
+{{ include "mysql-operator.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "mysql-operator.serviceAccountName" -}}
+{{- default (include "mysql-operator.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* The operator's permissions: exactly the verbs its controllers use, no wildcards. */}}
+{{- define "mysql-operator.rules" -}}
+- apiGroups: ["mysqlop.io"]
+  resources: [mysqlclusters, mysqlbackups, mysqlbackupschedules, mysqlrestores, mysqlusers, mysqldatabases]
+  verbs: [get, list, watch, update, patch]
+- apiGroups: ["mysqlop.io"]
+  resources: [mysqlclusters/status, mysqlbackups/status, mysqlbackupschedules/status, mysqlrestores/status, mysqlusers/status, mysqldatabases/status]
+  verbs: [get, update, patch]
+# Children of clusters; also the Secrets MySQLUsers reference (each watched by name).
+- apiGroups: [""]
+  resources: [secrets, configmaps, services]
+  verbs: [get, list, watch, create, update, patch]
+# Role labels, in-place agent updates and member restarts.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, update, patch, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create, patch]
+- apiGroups: [apps]
+  resources: [statefulsets]
+  verbs: [get, list, watch, create, update, patch]
+- apiGroups: [policy]
+  resources: [poddisruptionbudgets]
+  verbs: [get, list, watch, create, update, patch]
+{{- end -}}
