@@ -43,7 +43,7 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 test: test-unit test-integration ## Run the whole test suite (the README's test command): unit, then integration tests.
 
 .PHONY: test-unit
-test-unit: ## Run the unit tests only (no control plane).
+test-unit: tools ## Run the package tests (no control plane; real MariaDB and, for storage, versitygw from _output/bin).
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration

@@ -1,0 +1,236 @@
+// Package executor runs the flavor's backup tool against a local server and streams its
+// output, zstd-compressed, to a writer the caller supplies (an S3 upload): logical backups with
+// mariadb-dump / mysqldump (one consistent transaction), physical ones with mariadb-backup /
+// xtrabackup (an xbstream). Nothing is staged on disk.
+//
+// The server password reaches the tool through a 0600 option file (--defaults-extra-file) in
+// a private directory, never through argv or the environment.
+package executor
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// Methods of backup.
+const (
+	Logical  = "logical"
+	Physical = "physical"
+)
+
+// Request is one backup of a local server.
+type Request struct {
+	Flavor mysql.Flavor
+	// Method is Logical or Physical.
+	Method string
+	// Socket is the server's unix socket.
+	Socket string
+	// DataDir is the server's datadir (physical backups read it).
+	DataDir string
+	// User and Password are the account the tool connects as.
+	User     string
+	Password string
+	// TmpDir holds the option file and the physical tool's scratch directory.
+	TmpDir string
+}
+
+// Result describes a finished backup.
+type Result struct {
+	// Size is the compressed size in bytes.
+	Size int64
+	// SHA256 is the hex SHA-256 of the compressed stream.
+	SHA256 string
+	// GTID is the GTID position the backup is consistent with.
+	GTID string
+}
+
+// Run runs the backup and hands the compressed stream to put, which must read it to the end
+// (or fail). A failure of the tool or of put stops both; the error says which.
+func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir, err := os.MkdirTemp(req.TmpDir, "backup-")
+	if err != nil {
+		return Result{}, fmt.Errorf("backup scratch directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	optFile := filepath.Join(dir, "client.cnf")
+	// Quoted values: a password may hold '#' or spaces. Backslashes and quotes are escaped as
+	// the option file parser expects.
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	body := fmt.Sprintf("[client]\nuser=\"%s\"\npassword=\"%s\"\nsocket=\"%s\"\n", esc.Replace(req.User), esc.Replace(req.Password), esc.Replace(req.Socket))
+	if err := os.WriteFile(optFile, []byte(body), 0o600); err != nil {
+		return Result{}, fmt.Errorf("write option file: %w", err)
+	}
+	name, args, err := command(req, optFile, dir)
+	if err != nil {
+		return Result{}, err
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return Result{}, err
+	}
+	var stderr tail
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return Result{}, fmt.Errorf("start %s: %w", name, err)
+	}
+
+	pr, pw := io.Pipe()
+	hash := sha256.New()
+	counter := &countingWriter{}
+	gtid := &gtidScanner{}
+	var src io.Reader = stdout
+	if req.Method == Logical {
+		src = io.TeeReader(stdout, gtid)
+	}
+	compressErr := make(chan error, 1)
+	go func() {
+		enc, err := zstd.NewWriter(io.MultiWriter(pw, hash, counter), zstd.WithEncoderLevel(zstd.SpeedFastest))
+		if err == nil {
+			_, err = io.Copy(enc, src)
+			if cerr := enc.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if werr := cmd.Wait(); werr != nil {
+			err = fmt.Errorf("%s failed: %w: %s", name, werr, stderr.String())
+		} else if err != nil {
+			err = fmt.Errorf("compress the output of %s: %w", name, err)
+		}
+		pw.CloseWithError(err)
+		compressErr <- err
+	}()
+	putErr := put(pr)
+	if putErr != nil {
+		cancel()
+		pr.CloseWithError(putErr)
+	}
+	toolErr := <-compressErr
+	if putErr != nil {
+		return Result{}, fmt.Errorf("store the backup: %w", putErr)
+	}
+	if toolErr != nil {
+		return Result{}, toolErr
+	}
+	res := Result{Size: counter.n, SHA256: hex.EncodeToString(hash.Sum(nil))}
+	if req.Method == Logical {
+		res.GTID = gtid.value()
+	} else {
+		res.GTID = physicalGTID(stderr.String())
+	}
+	return res, nil
+}
+
+// command returns the tool and its arguments; the option file comes first, as the tools
+// require.
+func command(req Request, optFile, dir string) (string, []string, error) {
+	extra := "--defaults-extra-file=" + optFile
+	switch {
+	case req.Method == Logical && req.Flavor == mysql.MariaDB:
+		return "mariadb-dump", []string{extra, "--single-transaction", "--master-data=2", "--gtid",
+			"--all-databases", "--routines", "--events", "--triggers", "--hex-blob", "--quick"}, nil
+	case req.Method == Logical:
+		return "mysqldump", []string{extra, "--single-transaction", "--set-gtid-purged=ON", "--source-data=2",
+			"--all-databases", "--routines", "--events", "--triggers", "--hex-blob", "--quick"}, nil
+	case req.Method == Physical && req.Flavor == mysql.MariaDB:
+		return "mariadb-backup", []string{extra, "--backup", "--stream=xbstream", "--datadir=" + req.DataDir,
+			"--target-dir=" + filepath.Join(dir, "target")}, nil
+	case req.Method == Physical:
+		return "xtrabackup", []string{extra, "--backup", "--stream=xbstream", "--datadir=" + req.DataDir,
+			"--target-dir=" + filepath.Join(dir, "target")}, nil
+	}
+	return "", nil, fmt.Errorf("unknown backup method %q", req.Method)
+}
+
+var (
+	// mariadb-dump --gtid --master-data=2: "-- SET GLOBAL gtid_slave_pos='0-100-7';"
+	mariaDumpGTID = regexp.MustCompile(`gtid_slave_pos\s*=\s*'([^']*)'`)
+	// mysqldump --set-gtid-purged=ON: "SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ 'uuid:1-5';"
+	mysqlDumpGTID = regexp.MustCompile(`GTID_PURGED=(?:/\*!80000 '\+'\*/ )?'([^']*)'`)
+	// mariadb-backup / xtrabackup on stderr: "GTID of the last change '0-100-7'"
+	physGTID = regexp.MustCompile(`GTID of the last change '([^']*)'`)
+)
+
+func physicalGTID(stderr string) string {
+	if m := physGTID.FindStringSubmatch(stderr); m != nil {
+		return strings.Join(strings.Fields(m[1]), "")
+	}
+	return ""
+}
+
+// gtidScanner finds the GTID position in a dump without parsing it: mysqldump writes it in
+// the header, mariadb-dump (with --gtid --master-data) near the end, so the first and the
+// last 64 KiB are kept and searched.
+type gtidScanner struct {
+	head []byte
+	last tail
+}
+
+func (g *gtidScanner) Write(p []byte) (int, error) {
+	if room := 64<<10 - len(g.head); room > 0 {
+		g.head = append(g.head, p[:min(room, len(p))]...)
+	}
+	return g.last.Write(p)
+}
+
+func (g *gtidScanner) value() string {
+	for _, b := range []string{string(g.head), g.last.String()} {
+		for _, re := range []*regexp.Regexp{mariaDumpGTID, mysqlDumpGTID} {
+			if m := re.FindStringSubmatch(b); m != nil {
+				return m[1]
+			}
+		}
+	}
+	return ""
+}
+
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// tail keeps the last 64 KiB a tool wrote to stderr, for errors and the physical GTID line.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - 64<<10; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
+}
+
+// Decompress returns a reader of the original stream of a backup written by Run.
+func Decompress(r io.Reader) (io.ReadCloser, error) {
+	d, err := zstd.NewReader(bufio.NewReaderSize(r, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("open zstd stream: %w", err)
+	}
+	return d.IOReadCloser(), nil
+}
