@@ -131,6 +131,8 @@ func serve(ctx context.Context, args []string) error {
 	metricsListen := fs.String("metrics-listen", ":9104", "address of /metrics")
 	socket := fs.String("socket", "/run/mysqld/mysqld.sock", "the server's socket")
 	credDir := fs.String("credentials-dir", "/etc/mysqlop/credentials", "mounted credentials Secret")
+	dataDir := fs.String("datadir", "/var/lib/mysql/data", "the server's data directory (physical backups read it)")
+	tmpDir := fs.String("tmpdir", os.TempDir(), "scratch directory for backups")
 	_ = fs.Parse(args)
 	f := mysql.Flavor(*flavor)
 	if f != mysql.MySQL && f != mysql.MariaDB {
@@ -150,6 +152,8 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	srv := agent.NewServer(&mysql.Instance{DB: db, Flavor: f}, token)
+	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: f, Socket: *socket, DataDir: *dataDir,
+		User: mysql.OperatorUser, Password: password, TmpDir: *tmpDir})
 	servers := []*http.Server{
 		{Addr: *listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second},
 		{Addr: *metricsListen, Handler: srv.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second},

@@ -21,12 +21,15 @@ import (
 //	GET /readyz         200 when mysqld answers and plays a role correctly: writable (a
 //	                    primary), or read-only with both replication threads running (a replica)
 //	GET /api/v1/status  the instance's state as JSON; needs "Authorization: Bearer <agent token>"
+//	POST /api/v1/backups, GET /api/v1/backups/{id}
+//	                    start a backup to S3 and read its state (same token; see EnableBackups)
 //	GET /metrics        (metrics listener) up, read_only, replication threads, lag
 type Server struct {
 	in      *mysql.Instance
 	token   []byte
 	timeout time.Duration
 	reg     *prometheus.Registry
+	backups *backups
 }
 
 // NewServer serves in; token is the agent token from the credentials Secret.
@@ -42,6 +45,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /api/v1/status", s.status)
+	mux.HandleFunc("POST /api/v1/backups", s.postBackup)
+	mux.HandleFunc("GET /api/v1/backups/{id}", s.getBackup)
 	return mux
 }
 
@@ -118,9 +123,14 @@ type ReplicaJSON struct {
 	LagSeconds   *int64 `json:"lagSeconds,omitempty"`
 }
 
-func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+// checkToken reports whether r carries the agent token.
+func (s *Server) checkToken(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || len(s.token) == 0 || subtle.ConstantTimeCompare([]byte(got), s.token) != 1 {
+	return ok && len(s.token) > 0 && subtle.ConstantTimeCompare([]byte(got), s.token) == 1
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	if !s.checkToken(r) {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}

@@ -1,0 +1,217 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
+	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// BackupConfig says how the agent reaches its server's files for backups.
+type BackupConfig struct {
+	Flavor  mysql.Flavor
+	Socket  string
+	DataDir string
+	// User and Password are the account the backup tools connect as.
+	User     string
+	Password string
+	// TmpDir holds scratch files; it must be private to the agent.
+	TmpDir string
+	// Timeout bounds one backup.
+	Timeout time.Duration
+}
+
+// BackupRequest is the body of POST /api/v1/backups. The storage credentials travel in it,
+// from the operator (which read them from the user's Secret) to the agent, and are held only
+// for the backup's duration.
+type BackupRequest struct {
+	// ID names the backup (namespace/name of the MySQLBackup and its UID); a second request
+	// with the same ID returns the first one's state.
+	ID string `json:"id"`
+	// Method is logical or physical.
+	Method string `json:"method"`
+	// Object is the object name under the storage prefix.
+	Object  string        `json:"object"`
+	Storage StorageConfig `json:"storage"`
+}
+
+// StorageConfig is storage.Config as JSON.
+type StorageConfig struct {
+	Endpoint        string `json:"endpoint,omitempty"`
+	Region          string `json:"region,omitempty"`
+	Bucket          string `json:"bucket"`
+	Prefix          string `json:"prefix,omitempty"`
+	ForcePathStyle  bool   `json:"forcePathStyle,omitempty"`
+	AccessKeyID     string `json:"accessKeyId"`
+	SecretAccessKey string `json:"secretAccessKey"`
+	CA              []byte `json:"ca,omitempty"`
+}
+
+// Config converts c.
+func (c StorageConfig) Config() storage.Config {
+	return storage.Config{Endpoint: c.Endpoint, Region: c.Region, Bucket: c.Bucket, Prefix: c.Prefix, ForcePathStyle: c.ForcePathStyle,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, CA: c.CA}
+}
+
+// Backup phases the agent reports.
+const (
+	BackupRunning  = "Running"
+	BackupComplete = "Complete"
+	BackupFailed   = "Failed"
+)
+
+// BackupState is the answer of GET /api/v1/backups/{id}.
+type BackupState struct {
+	ID             string     `json:"id"`
+	Phase          string     `json:"phase"`
+	Location       string     `json:"location,omitempty"`
+	Size           int64      `json:"size,omitempty"`
+	SHA256         string     `json:"sha256,omitempty"`
+	GTID           string     `json:"gtid,omitempty"`
+	Error          string     `json:"error,omitempty"`
+	StartTime      time.Time  `json:"startTime"`
+	CompletionTime *time.Time `json:"completionTime,omitempty"`
+}
+
+var objectPattern = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,512}$`)
+
+// backups runs one backup at a time and remembers the last few.
+type backups struct {
+	cfg  BackupConfig
+	ctx  context.Context
+	mu   sync.Mutex
+	jobs map[string]*BackupState
+	// order keeps the IDs oldest first, to forget old jobs.
+	order   []string
+	running string
+}
+
+// EnableBackups serves the backup API for the server's files; backups stop when ctx ends.
+func (s *Server) EnableBackups(ctx context.Context, cfg BackupConfig) {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 6 * time.Hour
+	}
+	s.backups = &backups{cfg: cfg, ctx: ctx, jobs: map[string]*BackupState{}}
+}
+
+func (b *backups) start(req BackupRequest) (*BackupState, int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if st, ok := b.jobs[req.ID]; ok {
+		return st, http.StatusOK, nil
+	}
+	if b.running != "" {
+		return nil, http.StatusConflict, fmt.Errorf("backup %s is running", b.running)
+	}
+	store, err := storage.New(req.Storage.Config())
+	if err != nil {
+		return nil, http.StatusBadRequest, err
+	}
+	st := &BackupState{ID: req.ID, Phase: BackupRunning, Location: store.Location(req.Object), StartTime: time.Now().UTC()}
+	b.jobs[req.ID] = st
+	b.order = append(b.order, req.ID)
+	if len(b.order) > 16 {
+		delete(b.jobs, b.order[0])
+		b.order = b.order[1:]
+	}
+	b.running = req.ID
+	go b.run(req, store, st)
+	return st, http.StatusAccepted, nil
+}
+
+func (b *backups) run(req BackupRequest, store *storage.Store, st *BackupState) {
+	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.Timeout)
+	defer cancel()
+	res, err := executor.Run(ctx, executor.Request{
+		Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket, DataDir: b.cfg.DataDir,
+		User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
+	}, func(r io.Reader) error { _, err := store.Put(ctx, req.Object, r); return err })
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now().UTC()
+	st.CompletionTime = &now
+	b.running = ""
+	if err != nil {
+		st.Phase, st.Error = BackupFailed, err.Error()
+		// Leave no partial object behind: a failed multipart upload is aborted by the client,
+		// and a finished upload of a failed tool run is removed here.
+		delCtx, delCancel := context.WithTimeout(context.WithoutCancel(b.ctx), 30*time.Second)
+		defer delCancel()
+		_ = store.Delete(delCtx, req.Object)
+		return
+	}
+	st.Phase, st.Size, st.SHA256, st.GTID = BackupComplete, res.Size, res.SHA256, res.GTID
+}
+
+func (b *backups) get(id string) (BackupState, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	st, ok := b.jobs[id]
+	if !ok {
+		return BackupState{}, false
+	}
+	return *st, true
+}
+
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if !s.checkToken(r) {
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return false
+	}
+	if s.backups == nil {
+		http.Error(w, "backups are not enabled on this agent", http.StatusNotImplemented)
+		return false
+	}
+	return true
+}
+
+func (s *Server) postBackup(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	var req BackupRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		http.Error(w, "bad request body", http.StatusBadRequest)
+		return
+	}
+	if req.ID == "" || (req.Method != executor.Logical && req.Method != executor.Physical) || !objectPattern.MatchString(req.Object) {
+		http.Error(w, "id, method (logical or physical) and object are required", http.StatusBadRequest)
+		return
+	}
+	st, code, err := s.backups.start(req)
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	writeJSON(w, code, st)
+}
+
+func (s *Server) getBackup(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	st, ok := s.backups.get(r.PathValue("id"))
+	if !ok {
+		http.Error(w, "no such backup: the agent restarted or forgot it", http.StatusNotFound)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// ErrBackupNotFound is returned by a Client when the agent does not know the backup.
+var ErrBackupNotFound = errors.New("agent does not know the backup")

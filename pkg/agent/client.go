@@ -1,0 +1,78 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client calls an agent's API for the operator.
+type Client struct {
+	// BaseURL is http://host:port of the agent.
+	BaseURL string
+	// Token is the cluster's agent token.
+	Token string
+	// HTTP is the client to use; nil means one with a 10 s timeout.
+	HTTP *http.Client
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body any, out any) (int, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, r)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Content-Type", "application/json")
+	hc := c.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		// url.Error names the URL, never the body (which can hold storage credentials).
+		return 0, fmt.Errorf("agent %s: %w", c.BaseURL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, fmt.Errorf("agent %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
+}
+
+// StartBackup asks the agent to start req; it returns the backup's state (also when the agent
+// already runs or ran the same ID).
+func (c *Client) StartBackup(ctx context.Context, req BackupRequest) (*BackupState, error) {
+	var st BackupState
+	if _, err := c.do(ctx, http.MethodPost, "/api/v1/backups", req, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Backup returns the state of backup id; ErrBackupNotFound when the agent does not know it.
+func (c *Client) Backup(ctx context.Context, id string) (*BackupState, error) {
+	var st BackupState
+	code, err := c.do(ctx, http.MethodGet, "/api/v1/backups/"+url.PathEscape(id), nil, &st)
+	if code == http.StatusNotFound {
+		return nil, ErrBackupNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
