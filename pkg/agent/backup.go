@@ -42,6 +42,8 @@ type BackupRequest struct {
 	// Object is the object name under the storage prefix.
 	Object  string        `json:"object"`
 	Storage StorageConfig `json:"storage"`
+	// TimeoutSeconds bounds the backup; 0 means the agent's own limit.
+	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
 }
 
 // StorageConfig is storage.Config as JSON.
@@ -129,7 +131,11 @@ func (b *backups) start(req BackupRequest) (*BackupState, int, error) {
 }
 
 func (b *backups) run(req BackupRequest, store *storage.Store, st *BackupState) {
-	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.Timeout)
+	limit := b.cfg.Timeout
+	if t := time.Duration(req.TimeoutSeconds) * time.Second; t > 0 && t < limit {
+		limit = t
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
 	defer cancel()
 	res, err := executor.Run(ctx, executor.Request{
 		Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket, DataDir: b.cfg.DataDir,

@@ -28,6 +28,8 @@ const (
 	SQLFailed = "SQLFailed"
 	// ClusterNotReady: the referenced cluster cannot take account or schema changes yet.
 	ClusterNotReady = "ClusterNotReady"
+	// BackupFailed: a backup failed; its Complete condition says why. It is not retried.
+	BackupFailed = "BackupFailed"
 )
 
 // Reasons for Normal events.
@@ -58,6 +60,14 @@ const (
 	DatabaseUpdated = "DatabaseUpdated"
 	// DatabaseDropped: a deleted MySQLDatabase's schema was dropped (deletionPolicy Delete).
 	DatabaseDropped = "DatabaseDropped"
+	// BackupWaiting: a backup waits for its cluster, a ready member or its storage Secret.
+	BackupWaiting = "BackupWaiting"
+	// BackupStarted: a member's agent took a backup.
+	BackupStarted = "BackupStarted"
+	// BackupCompleted: a backup is stored.
+	BackupCompleted = "BackupCompleted"
+	// BackupDeleted: a deleted MySQLBackup's stored object was deleted (deletionPolicy Delete).
+	BackupDeleted = "BackupDeleted"
 	// Retained: a deleted object's account or schema was left in place (deletionPolicy Retain,
 	// or the cluster is gone).
 	Retained = "Retained"

@@ -28,6 +28,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/database"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/user"
@@ -168,6 +169,14 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("set up database controller: %w", err)
 	}
+	var agentAddress backup.AgentResolver
+	if f := o.AgentAddress; f != nil {
+		agentAddress = func(c *v1alpha1.MySQLCluster, pod string) (string, int) { return f(c.Namespace, c.Name, pod) }
+	}
+	backups, err := backup.New(kube, mysql, set, recorder, agentAddress)
+	if err != nil {
+		return fmt.Errorf("set up backup controller: %w", err)
+	}
 
 	set.Start(ctx.Done())
 	defer set.Shutdown()
@@ -183,6 +192,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		func() error { return clusters.Run(ctx, o.ClusterWorkers) },
 		func() error { return users.Run(ctx, o.UserWorkers) },
 		func() error { return databases.Run(ctx, o.DatabaseWorkers) },
+		func() error { return backups.Run(ctx, o.BackupWorkers) },
 	}
 	errc := make(chan error, len(runs))
 	for _, run := range runs {

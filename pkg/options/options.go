@@ -32,6 +32,8 @@ type Options struct {
 	UserWorkers int
 	// DatabaseWorkers is the number of MySQLDatabase reconciles that run at once.
 	DatabaseWorkers int
+	// BackupWorkers is the number of MySQLBackup reconciles that run at once.
+	BackupWorkers int
 	// TargetSelector is a label selector: only custom resources whose labels match are
 	// handled. Empty: all.
 	TargetSelector string
@@ -73,6 +75,9 @@ type Options struct {
 	// MemberAddress, when set, replaces the member DNS names the operator dials (no flag; tests
 	// point members at local servers).
 	MemberAddress func(namespace, cluster, pod string) (host string, port int)
+	// AgentAddress, when set, replaces the member DNS names and port of the agents' API the
+	// operator calls (no flag; tests run agents on loopback).
+	AgentAddress func(namespace, cluster, pod string) (host string, port int)
 }
 
 // DefaultAgentImageRepository is the agent image repository; the tag is the operator version.
@@ -90,6 +95,7 @@ func New() *Options {
 		ClusterWorkers:       4,
 		UserWorkers:          2,
 		DatabaseWorkers:      2,
+		BackupWorkers:        2,
 		ResyncPeriod:         10 * time.Minute,
 		Clustering:           true,
 		ClusteringInterval:   time.Second,
@@ -118,6 +124,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.ClusterWorkers, "cluster-workers", o.ClusterWorkers, "MySQLClusters reconciled at once.")
 	fs.IntVar(&o.UserWorkers, "user-workers", o.UserWorkers, "MySQLUsers reconciled at once.")
 	fs.IntVar(&o.DatabaseWorkers, "database-workers", o.DatabaseWorkers, "MySQLDatabases reconciled at once.")
+	fs.IntVar(&o.BackupWorkers, "backup-workers", o.BackupWorkers, "MySQLBackups reconciled at once.")
 	fs.StringVar(&o.TargetSelector, "target-selector", o.TargetSelector, "Label selector: handle only custom resources (of every kind) whose labels match. Empty: all. Operators with disjoint selectors split the work.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "How often every object is reconciled even without changes.")
 	fs.BoolVar(&o.Clustering, "clustering", o.Clustering, "Manage replication, roles and failover of every cluster. Turn off only where pods run no MySQL (kwok).")
@@ -149,7 +156,7 @@ func (o *Options) Validate() error {
 	for _, w := range []struct {
 		flag string
 		n    int
-	}{{"--cluster-workers", o.ClusterWorkers}, {"--user-workers", o.UserWorkers}, {"--database-workers", o.DatabaseWorkers}} {
+	}{{"--cluster-workers", o.ClusterWorkers}, {"--user-workers", o.UserWorkers}, {"--database-workers", o.DatabaseWorkers}, {"--backup-workers", o.BackupWorkers}} {
 		if w.n < 1 {
 			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", w.flag, w.n))
 		}

@@ -97,11 +97,21 @@ func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
 // clusterOnServers starts n real MariaDB servers and an operator that dials them for the
 // members of cluster "db" (n members, kwok pods), and gives the cluster's Secret the servers'
 // passwords (the operator keeps existing values).
-func clusterOnServers(t *testing.T, n int) (string, []*mariadb.Server) {
+func clusterOnServers(t *testing.T, n int, mutate ...func(*options.Options)) (string, []*mariadb.Server) {
 	t.Helper()
 	servers := mariadb.Start(t, n, mariadb.Options{})
+	return clusterOn(t, servers, mutate...), servers
+}
+
+// testAgentToken is the agent token tests put into clusters' credentials Secrets.
+const testAgentToken = "test-agent-token"
+
+// clusterOn is clusterOnServers with servers already running.
+func clusterOn(t *testing.T, servers []*mariadb.Server, mutate ...func(*options.Options)) string {
+	t.Helper()
+	n := len(servers)
 	ns := cp.NewNamespace(t)
-	startOperator(t, ns, func(o *options.Options) {
+	startOperator(t, ns, append([]func(*options.Options){func(o *options.Options) {
 		o.Clustering = true
 		o.ClusteringInterval = 300 * time.Millisecond
 		o.MemberAddress = func(_, _, pod string) (string, int) {
@@ -111,7 +121,7 @@ func clusterOnServers(t *testing.T, n int) (string, []*mariadb.Server) {
 			}
 			return "127.0.0.1", servers[i].Port
 		}
-	})
+	}}, mutate...)...)
 	createCluster(t, newCluster(ns, "db", int32(n), "10.11.6"))
 	eventually(t, 30*time.Second, "credentials Secret", func(ctx context.Context) (bool, error) {
 		s, err := cp.Kube.CoreV1().Secrets(ns).Get(ctx, "db-credentials", metav1.GetOptions{})
@@ -120,10 +130,11 @@ func clusterOnServers(t *testing.T, n int) (string, []*mariadb.Server) {
 		}
 		s.Data[resources.SecretKeyOperatorPassword] = []byte(mariadb.AdminPassword)
 		s.Data[resources.SecretKeyReplicationPassword] = []byte(mariadb.ReplPassword)
+		s.Data[resources.SecretKeyAgentToken] = []byte(testAgentToken)
 		_, err = cp.Kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
 		return err == nil, nil
 	})
-	return ns, servers
+	return ns
 }
 
 // A one-member cluster runs without semi-sync: with it, nothing could ever acknowledge a commit.

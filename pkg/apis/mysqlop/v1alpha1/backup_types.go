@@ -42,6 +42,15 @@ const (
 	JobFailed JobPhase = "Failed"
 )
 
+// Condition types of backups and restores, and the backup finalizer.
+const (
+	// ConditionComplete is True when the work finished successfully, False when it failed
+	// (its message says why), Unknown while it waits or runs.
+	ConditionComplete = "Complete"
+	// FinalizerBackup deletes the stored object of a MySQLBackup with deletionPolicy Delete.
+	FinalizerBackup = "mysqlop.io/backup"
+)
+
 // ClusterReference names a MySQLCluster in the object's namespace.
 type ClusterReference struct {
 	// Name of the MySQLCluster.

@@ -1,0 +1,376 @@
+// Package backup is the MySQLBackup controller: it picks the member that takes a backup (a
+// healthy replica before the primary), asks that member's agent to stream it to S3-compatible
+// storage, follows it to Complete or Failed, and records member, location, size, checksum,
+// GTID position and times. With deletionPolicy Delete a finalizer removes the stored object
+// when the MySQLBackup is deleted; the default, Retain, keeps it.
+//
+// Phases: Pending (waiting for the cluster, a ready member or the storage Secret) ->
+// Running (the agent took it) -> Complete | Failed. A Complete or Failed backup is never
+// run again: a new backup is a new object.
+package backup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
+	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+)
+
+// Name is the controller's name in logs, metrics and its workqueue.
+const Name = "backup"
+
+// Intervals of the controller's own re-checks (it is not told when an agent finishes, or
+// when a storage Secret appears, since it does not watch user Secrets).
+const (
+	pollInterval    = 2 * time.Second
+	waitInterval    = 10 * time.Second
+	defaultTimeout  = 2 * time.Hour
+	byCluster       = "cluster"
+	keyAccessKeyID  = "accessKeyId"
+	keySecretAccess = "secretAccessKey"
+)
+
+// Condition reasons.
+const (
+	ReasonWaiting   = "Waiting"
+	ReasonRunning   = "Running"
+	ReasonCompleted = "Completed"
+	ReasonFailed    = "Failed"
+)
+
+// AgentResolver returns the address of a member's agent API.
+type AgentResolver func(c *v1alpha1.MySQLCluster, pod string) (host string, port int)
+
+// DNSAgentResolver reaches agents by the members' stable DNS names.
+func DNSAgentResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
+	host, _ := resources.DNSResolver(c, pod)
+	return host, resources.PortAgent
+}
+
+// Controller reconciles MySQLBackups.
+type Controller struct {
+	kube     kubernetes.Interface
+	mysql    versioned.Interface
+	backups  listers.MySQLBackupLister
+	index    cache.Indexer
+	clusters listers.MySQLClusterLister
+	secrets  corelisters.SecretLister
+	resolve  AgentResolver
+	recorder record.EventRecorder
+	worker   sqlobject.Worker
+	now      func() time.Time
+}
+
+// New registers the controller's informers with set and returns the controller.
+func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve AgentResolver) (*Controller, error) {
+	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
+	})
+	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
+	})
+	secretInf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().Secrets().Informer()
+	})
+	for _, inf := range backupInf {
+		if err := inf.AddIndexers(cache.Indexers{byCluster: func(obj any) ([]string, error) {
+			b, ok := obj.(*v1alpha1.MySQLBackup)
+			if !ok {
+				return nil, nil
+			}
+			return []string{b.Namespace + "/" + b.Spec.ClusterRef.Name}, nil
+		}}); err != nil {
+			return nil, fmt.Errorf("index backups: %w", err)
+		}
+	}
+	if resolve == nil {
+		resolve = DNSAgentResolver
+	}
+	c := &Controller{
+		kube: kube, mysql: client,
+		backups:  listers.NewMySQLBackupLister(backupInf.Indexer()),
+		index:    backupInf.Indexer(),
+		clusters: listers.NewMySQLClusterLister(clusterInf.Indexer()),
+		secrets:  corelisters.NewSecretLister(secretInf.Indexer()),
+		resolve:  resolve, recorder: recorder, now: time.Now,
+	}
+	c.worker = sqlobject.Worker{Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
+		Synced: []cache.InformerSynced{backupInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced}}
+	if err := backupInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+		return nil, fmt.Errorf("watch backups: %w", err)
+	}
+	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(func(key string) {
+		objs, _ := c.index.ByIndex(byCluster, key)
+		for _, o := range objs {
+			sqlobject.Enqueue(c.worker.Queue, o)
+		}
+	})); err != nil {
+		return nil, fmt.Errorf("watch clusters: %w", err)
+	}
+	return c, nil
+}
+
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
+
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	cached, err := c.backups.MySQLBackups(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get backup %s: %w", key, err)
+	}
+	b := cached.DeepCopy()
+	if b.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached)
+	}
+	if b.Spec.DeletionPolicy == v1alpha1.DeletionDelete && !sqlobject.HasFinalizer(b, v1alpha1.FinalizerBackup) {
+		b.Finalizers = append(b.Finalizers, v1alpha1.FinalizerBackup)
+		if cached, err = c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace).Update(ctx, b, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("add finalizer to backup %s: %w", key, err)
+		}
+	}
+	switch cached.Status.Phase {
+	case v1alpha1.JobComplete, v1alpha1.JobFailed:
+		return nil
+	case v1alpha1.JobRunning:
+		return c.follow(ctx, key, cached)
+	}
+	return c.start(ctx, key, cached)
+}
+
+// start picks a member and hands the backup to its agent.
+func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLBackup) error {
+	cl, err := c.clusters.MySQLClusters(cached.Namespace).Get(cached.Spec.ClusterRef.Name)
+	if apierrors.IsNotFound(err) {
+		return c.pending(ctx, cached, fmt.Sprintf("MySQLCluster %s not found", cached.Spec.ClusterRef.Name))
+	}
+	if err != nil {
+		return err
+	}
+	member, why := pickMember(cl, cached.Spec.Member)
+	if member == "" {
+		c.worker.Queue.AddAfter(key, waitInterval)
+		return c.pending(ctx, cached, why)
+	}
+	store, err := c.storageConfig(ctx, cached)
+	if err != nil {
+		c.worker.Queue.AddAfter(key, waitInterval)
+		return c.pending(ctx, cached, err.Error())
+	}
+	client, err := c.agentClient(cl, member)
+	if err != nil {
+		return c.pending(ctx, cached, err.Error())
+	}
+	req := agent.BackupRequest{ID: string(cached.UID), Method: string(method(cached)), Object: objectName(cached), Storage: store,
+		TimeoutSeconds: int64(timeout(cached).Seconds())}
+	st, err := client.StartBackup(ctx, req)
+	if err != nil {
+		_ = c.pending(ctx, cached, fmt.Sprintf("member %s did not take the backup: %v", member, err))
+		return fmt.Errorf("start backup %s on %s: %w", key, member, err)
+	}
+	c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupStarted, "Member %s takes a %s backup to %s", member, method(cached), st.Location)
+	klog.FromContext(ctx).Info("Backup started", "backup", klog.KObj(cached), "member", member, "location", st.Location)
+	status := cached.Status.DeepCopy()
+	status.Phase, status.Member, status.Location = v1alpha1.JobRunning, member, st.Location
+	start := metav1.NewTime(st.StartTime)
+	status.StartTime = &start
+	setComplete(status, cached.Generation, metav1.ConditionUnknown, ReasonRunning, "Member "+member+" is taking the backup")
+	c.worker.Queue.AddAfter(key, pollInterval)
+	return c.writeStatus(ctx, cached, status)
+}
+
+// follow polls the agent until the backup ends, or fails it past its timeout or when the
+// agent lost it (it restarted).
+func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLBackup) error {
+	status := cached.Status.DeepCopy()
+	cl, err := c.clusters.MySQLClusters(cached.Namespace).Get(cached.Spec.ClusterRef.Name)
+	if err != nil {
+		return c.fail(ctx, cached, status, fmt.Sprintf("MySQLCluster %s is gone", cached.Spec.ClusterRef.Name))
+	}
+	if status.StartTime != nil && c.now().Sub(status.StartTime.Time) > timeout(cached) {
+		return c.fail(ctx, cached, status, fmt.Sprintf("not finished within the timeout of %v", timeout(cached)))
+	}
+	client, err := c.agentClient(cl, status.Member)
+	if err != nil {
+		return c.fail(ctx, cached, status, err.Error())
+	}
+	st, err := client.Backup(ctx, string(cached.UID))
+	if errors.Is(err, agent.ErrBackupNotFound) {
+		return c.fail(ctx, cached, status, "the agent of "+status.Member+" restarted during the backup")
+	}
+	if err != nil {
+		// The agent may be restarting; the timeout bounds how long this is retried.
+		return fmt.Errorf("follow backup %s on %s: %w", key, status.Member, err)
+	}
+	switch st.Phase {
+	case agent.BackupRunning:
+		c.worker.Queue.AddAfter(key, pollInterval)
+		return nil
+	case agent.BackupFailed:
+		return c.fail(ctx, cached, status, st.Error)
+	}
+	status.Phase = v1alpha1.JobComplete
+	status.SizeBytes, status.SHA256, status.GTIDPosition, status.Location = st.Size, st.SHA256, st.GTID, st.Location
+	if st.CompletionTime != nil {
+		t := metav1.NewTime(*st.CompletionTime)
+		status.CompletionTime = &t
+	}
+	msg := fmt.Sprintf("Stored %d bytes at %s, consistent with GTID %s", st.Size, st.Location, st.GTID)
+	setComplete(status, cached.Generation, metav1.ConditionTrue, ReasonCompleted, msg)
+	c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupCompleted, msg)
+	return c.writeStatus(ctx, cached, status)
+}
+
+func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLBackup, status *v1alpha1.MySQLBackupStatus, msg string) error {
+	status.Phase = v1alpha1.JobFailed
+	now := metav1.NewTime(c.now())
+	status.CompletionTime = &now
+	setComplete(status, cached.Generation, metav1.ConditionFalse, ReasonFailed, msg)
+	c.recorder.Event(cached, corev1.EventTypeWarning, events.BackupFailed, msg)
+	return c.writeStatus(ctx, cached, status)
+}
+
+func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLBackup, msg string) error {
+	status := cached.Status.DeepCopy()
+	status.Phase = v1alpha1.JobPending
+	if setComplete(status, cached.Generation, metav1.ConditionUnknown, ReasonWaiting, msg) {
+		c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupWaiting, msg)
+	}
+	return c.writeStatus(ctx, cached, status)
+}
+
+// finalize deletes the stored object of a backup with deletionPolicy Delete, then releases
+// the finalizer. A backup that never stored anything has nothing to delete.
+func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup) error {
+	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerBackup) {
+		return nil
+	}
+	if cached.Status.Phase == v1alpha1.JobComplete || cached.Status.Phase == v1alpha1.JobRunning {
+		cfg, err := c.storageConfig(ctx, cached)
+		if err != nil {
+			return fmt.Errorf("delete stored backup of %s: %w", klog.KObj(cached), err)
+		}
+		store, err := storage.New(cfg.Config())
+		if err != nil {
+			return err
+		}
+		if err := store.Delete(ctx, objectName(cached)); err != nil {
+			return err
+		}
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupDeleted, "Deleted %s (deletionPolicy Delete)", cached.Status.Location)
+	}
+	done := cached.DeepCopy()
+	sqlobject.RemoveFinalizer(done, v1alpha1.FinalizerBackup)
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLBackups(done.Namespace).Update(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer of backup %s: %w", klog.KObj(done), err)
+	}
+	return nil
+}
+
+// storageConfig reads the storage credentials (and CA) from the user's Secrets with a live
+// GET: the operator caches no Secret it does not own.
+func (c *Controller) storageConfig(ctx context.Context, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
+	s3 := b.Spec.Storage.S3
+	sec, err := c.kube.CoreV1().Secrets(b.Namespace).Get(ctx, s3.CredentialsSecretRef.Name, metav1.GetOptions{})
+	if err != nil {
+		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)
+	}
+	id, secret := string(sec.Data[keyAccessKeyID]), string(sec.Data[keySecretAccess])
+	if id == "" || secret == "" {
+		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s needs keys %s and %s", s3.CredentialsSecretRef.Name, keyAccessKeyID, keySecretAccess)
+	}
+	cfg := agent.StorageConfig{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix,
+		ForcePathStyle: s3.ForcePathStyle, AccessKeyID: id, SecretAccessKey: secret}
+	if ref := s3.CASecretRef; ref != nil {
+		ca, err := c.kube.CoreV1().Secrets(b.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return agent.StorageConfig{}, fmt.Errorf("storage CA Secret %s: %w", ref.Name, err)
+		}
+		k := ref.Key
+		if k == "" {
+			k = v1alpha1.DefaultSecretKey
+		}
+		cfg.CA = ca.Data[k]
+	}
+	return cfg, nil
+}
+
+func (c *Controller) agentClient(cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
+	sec, err := c.secrets.Secrets(cl.Namespace).Get(resources.CredentialsSecretName(cl))
+	if err != nil {
+		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
+	}
+	host, port := c.resolve(cl, member)
+	return &agent.Client{BaseURL: "http://" + host + ":" + strconv.Itoa(port), Token: string(sec.Data[resources.SecretKeyAgentToken])}, nil
+}
+
+func method(b *v1alpha1.MySQLBackup) v1alpha1.BackupMethod {
+	if b.Spec.Method == "" {
+		return v1alpha1.BackupLogical
+	}
+	return b.Spec.Method
+}
+
+func timeout(b *v1alpha1.MySQLBackup) time.Duration {
+	if b.Spec.Timeout != nil && b.Spec.Timeout.Duration > 0 {
+		return b.Spec.Timeout.Duration
+	}
+	return defaultTimeout
+}
+
+// objectName is the object key under the storage prefix: namespace, cluster, backup name and
+// UID, so that two backups never share an object.
+func objectName(b *v1alpha1.MySQLBackup) string {
+	ext := ".sql.zst"
+	if method(b) == v1alpha1.BackupPhysical {
+		ext = ".xbstream.zst"
+	}
+	return fmt.Sprintf("%s/%s/%s-%s%s", b.Namespace, b.Spec.ClusterRef.Name, b.Name, b.UID, ext)
+}
+
+// setComplete sets the Complete condition and reports whether its status or reason changed.
+func setComplete(st *v1alpha1.MySQLBackupStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {
+	prev := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionComplete)
+	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != msg
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionComplete, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
+	st.ObservedGeneration = gen
+	return changed
+}
+
+func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackup, st *v1alpha1.MySQLBackupStatus) error {
+	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
+		return nil
+	}
+	b := cached.DeepCopy()
+	b.Status = *st
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLBackups(b.Namespace).UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write status of backup %s: %w", klog.KObj(b), err)
+	}
+	return nil
+}

@@ -1,0 +1,186 @@
+package integration
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
+	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
+	reasons "github.com/mysqlop/mysql-operator/pkg/events"
+	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/options"
+	"github.com/mysqlop/mysql-operator/test/mariadb"
+	"github.com/mysqlop/mysql-operator/test/s3"
+)
+
+func newBackup(ns, name string, gw *s3.Server, secret string) *v1alpha1.MySQLBackup {
+	return &v1alpha1.MySQLBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1alpha1.MySQLBackupSpec{
+			ClusterRef: v1alpha1.ClusterReference{Name: "db"},
+			Storage: v1alpha1.BackupStorage{S3: v1alpha1.S3Storage{
+				Endpoint: gw.Endpoint, Bucket: s3.Bucket, Prefix: "team", ForcePathStyle: true,
+				CredentialsSecretRef: v1alpha1.LocalReference{Name: secret},
+			}},
+		},
+	}
+}
+
+func waitBackupPhase(t *testing.T, ns, name string, phases ...v1alpha1.JobPhase) *v1alpha1.MySQLBackup {
+	t.Helper()
+	var b *v1alpha1.MySQLBackup
+	eventually(t, 60*time.Second, "backup "+name+" in "+string(phases[0]), func(ctx context.Context) (bool, error) {
+		var err error
+		b, err = mysql.MysqlopV1alpha1().MySQLBackups(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range phases {
+			if b.Status.Phase == p {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return b
+}
+
+// On-demand backups end to end: kwok pods stand for the members, real MariaDB servers for
+// their mysqld, in-process agents for their agent containers, versitygw for S3. A logical
+// backup runs on the replica and stores a checksummed, GTID-stamped dump; a physical one on
+// the member asked for; a missing Secret waits, wrong credentials fail; deletionPolicy Delete
+// removes the stored object and Retain keeps it.
+func TestBackupsToS3(t *testing.T) {
+	gw := s3.Start(t)
+	servers := mariadb.Start(t, 2, mariadb.Options{})
+	ctx := context.Background()
+	agents := make([]string, len(servers))
+	for i, s := range servers {
+		srv := agent.NewServer(s.Admin(), testAgentToken)
+		srv.EnableBackups(ctx, agent.BackupConfig{Flavor: mysqlsql.MariaDB, Socket: s.Socket, DataDir: filepath.Join(s.Dir, "data"),
+			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()})
+		h := httptest.NewServer(srv.Handler())
+		t.Cleanup(h.Close)
+		agents[i] = strings.TrimPrefix(h.URL, "http://")
+	}
+	ns := clusterOn(t, servers, func(o *options.Options) {
+		o.AgentAddress = func(_, _, pod string) (string, int) {
+			i, _ := agent.Ordinal(pod)
+			host, port, _ := net.SplitHostPort(agents[i])
+			p, _ := strconv.Atoi(port)
+			return host, p
+		}
+	})
+	waitRoles(t, ns, "db-0", "db-1")
+	if err := mariadb.CreateApp(ctx, servers[0].Admin().DB); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "both members ready in status", func(context.Context) (bool, error) {
+		c := getCluster(t, ns, "db")
+		n := 0
+		for _, in := range c.Status.Instances {
+			if in.Ready {
+				n++
+			}
+		}
+		return n == 2, nil
+	})
+	backups := mysql.MysqlopV1alpha1().MySQLBackups(ns)
+
+	// Waiting for the storage Secret, then running on the replica.
+	logical := newBackup(ns, "nightly", gw, "s3-credentials")
+	logical.Spec.DeletionPolicy = v1alpha1.DeletionDelete
+	if _, err := backups.Create(ctx, logical, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := waitBackupPhase(t, ns, "nightly", v1alpha1.JobPending)
+	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionComplete); c == nil || !strings.Contains(c.Message, "s3-credentials") {
+		t.Fatalf("pending backup condition %+v", c)
+	}
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns},
+		Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte(s3.SecretKey)}}
+	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(ctx, creds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b = waitBackupPhase(t, ns, "nightly", v1alpha1.JobComplete, v1alpha1.JobFailed)
+	if b.Status.Phase != v1alpha1.JobComplete || b.Status.Member != "db-1" || b.Status.GTIDPosition == "" || b.Status.StartTime == nil || b.Status.CompletionTime == nil {
+		t.Fatalf("logical backup status %+v", b.Status)
+	}
+	store, err := storage.New(gw.Config("team"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	object := strings.TrimPrefix(b.Status.Location, "s3://"+s3.Bucket+"/team/")
+	r, err := store.Get(ctx, object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	d, _ := executor.Decompress(io.TeeReader(r, h))
+	dump, _ := io.ReadAll(d)
+	r.Close()
+	if hex.EncodeToString(h.Sum(nil)) != b.Status.SHA256 || !strings.Contains(string(dump), "CREATE TABLE `t`") {
+		t.Fatalf("stored object: checksum %s (status %s), dump of %d bytes", hex.EncodeToString(h.Sum(nil)), b.Status.SHA256, len(dump))
+	}
+	if _, ok := events(t, ns, "nightly")[reasons.BackupCompleted]; !ok {
+		t.Error("no BackupCompleted event")
+	}
+
+	// Physical, on the member asked for; Retain by default.
+	physical := newBackup(ns, "full", gw, "s3-credentials")
+	physical.Spec.Method, physical.Spec.Member = v1alpha1.BackupPhysical, "db-0"
+	if _, err := backups.Create(ctx, physical, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitBackupPhase(t, ns, "full", v1alpha1.JobComplete, v1alpha1.JobFailed)
+	if p.Status.Phase != v1alpha1.JobComplete || p.Status.Member != "db-0" || p.Status.SizeBytes == 0 {
+		t.Fatalf("physical backup status %+v", p.Status)
+	}
+
+	// Wrong credentials: Failed with the reason, never retried.
+	bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bad-credentials", Namespace: ns},
+		Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte("wrong-Secret-value")}}
+	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(ctx, bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backups.Create(ctx, newBackup(ns, "denied", gw, "bad-credentials"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f := waitBackupPhase(t, ns, "denied", v1alpha1.JobFailed, v1alpha1.JobComplete)
+	if c := meta.FindStatusCondition(f.Status.Conditions, v1alpha1.ConditionComplete); f.Status.Phase != v1alpha1.JobFailed || c == nil || c.Status != metav1.ConditionFalse || strings.Contains(c.Message, "wrong-Secret-value") {
+		t.Fatalf("denied backup %+v", f.Status)
+	}
+
+	// Deletion policies.
+	for _, name := range []string{"nightly", "full"} {
+		if err := backups.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "backup "+name+" deleted", func(ctx context.Context) (bool, error) {
+			_, err := backups.Get(ctx, name, metav1.GetOptions{})
+			return gone(ctx, err)
+		})
+	}
+	if ok, err := store.Exists(ctx, object); ok || err != nil {
+		t.Errorf("object of backup nightly (deletionPolicy Delete) still stored: %v", err)
+	}
+	kept := strings.TrimPrefix(p.Status.Location, "s3://"+s3.Bucket+"/team/")
+	if ok, err := store.Exists(ctx, kept); !ok || err != nil {
+		t.Errorf("object of backup full (default deletionPolicy Retain) was deleted: %v", err)
+	}
+}
