@@ -66,6 +66,12 @@ const (
 	BackupStarted = "BackupStarted"
 	// BackupCompleted: a backup is stored.
 	BackupCompleted = "BackupCompleted"
+	// BackupScheduled: a schedule created a backup.
+	BackupScheduled = "BackupScheduled"
+	// BackupSkipped: a scheduled backup was skipped because one still ran (Forbid).
+	BackupSkipped = "BackupSkipped"
+	// BackupPruned: a schedule deleted a backup its retention no longer keeps.
+	BackupPruned = "BackupPruned"
 	// BackupDeleted: a deleted MySQLBackup's stored object was deleted (deletionPolicy Delete).
 	BackupDeleted = "BackupDeleted"
 	// Retained: a deleted object's account or schema was left in place (deletionPolicy Retain,

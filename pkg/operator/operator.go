@@ -29,6 +29,7 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/backupschedule"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/database"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/user"
@@ -177,6 +178,10 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("set up backup controller: %w", err)
 	}
+	schedules, err := backupschedule.New(mysql, set, recorder)
+	if err != nil {
+		return fmt.Errorf("set up backup schedule controller: %w", err)
+	}
 
 	set.Start(ctx.Done())
 	defer set.Shutdown()
@@ -193,6 +198,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		func() error { return users.Run(ctx, o.UserWorkers) },
 		func() error { return databases.Run(ctx, o.DatabaseWorkers) },
 		func() error { return backups.Run(ctx, o.BackupWorkers) },
+		func() error { return schedules.Run(ctx, 1) },
 	}
 	errc := make(chan error, len(runs))
 	for _, run := range runs {

@@ -183,4 +183,73 @@ func TestBackupsToS3(t *testing.T) {
 	if ok, err := store.Exists(ctx, kept); !ok || err != nil {
 		t.Errorf("object of backup full (default deletionPolicy Retain) was deleted: %v", err)
 	}
+
+	// A schedule every 3 s keeping 2: backups keep coming, at most 2 complete ones stay and the
+	// pruned ones' objects go (the template's deletionPolicy is Delete); suspended, it stops.
+	keep := int32(2)
+	tmpl := newBackup(ns, "", gw, "s3-credentials").Spec
+	tmpl.DeletionPolicy = v1alpha1.DeletionDelete
+	sched := &v1alpha1.MySQLBackupSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "frequent", Namespace: ns},
+		Spec:       v1alpha1.MySQLBackupScheduleSpec{Schedule: "@every 3s", Retention: v1alpha1.BackupRetention{KeepLast: &keep}, BackupTemplate: tmpl},
+	}
+	schedules := mysql.MysqlopV1alpha1().MySQLBackupSchedules(ns)
+	if _, err := schedules.Create(ctx, sched, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	eventually(t, 60*time.Second, "scheduled backups created and pruned", func(ctx context.Context) (bool, error) {
+		list, err := backups.List(ctx, metav1.ListOptions{LabelSelector: "mysqlop.io/backup-schedule=frequent"})
+		if err != nil {
+			return false, nil
+		}
+		complete := 0
+		for _, b := range list.Items {
+			seen[b.Name] = true
+			if b.Status.Phase == v1alpha1.JobComplete {
+				complete++
+			}
+		}
+		if complete > 2 {
+			t.Logf("%d complete backups kept for a moment (pruning follows completion)", complete)
+		}
+		s, err := schedules.Get(ctx, "frequent", metav1.GetOptions{})
+		return err == nil && len(seen) >= 4 && complete <= 2 && s.Status.LastSuccessfulBackup != "", nil
+	})
+	editSchedule := func(mutate func(*v1alpha1.MySQLBackupSchedule)) {
+		eventually(t, 10*time.Second, "update schedule", func(ctx context.Context) (bool, error) {
+			s, err := schedules.Get(ctx, "frequent", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			mutate(s)
+			_, err = schedules.Update(ctx, s, metav1.UpdateOptions{})
+			return err == nil, nil
+		})
+	}
+	editSchedule(func(s *v1alpha1.MySQLBackupSchedule) { s.Spec.Suspend = true })
+	time.Sleep(4 * time.Second) // a backup created just before the suspension settles
+	before, _ := backups.List(ctx, metav1.ListOptions{LabelSelector: "mysqlop.io/backup-schedule=frequent"})
+	time.Sleep(7 * time.Second)
+	after, _ := backups.List(ctx, metav1.ListOptions{LabelSelector: "mysqlop.io/backup-schedule=frequent"})
+	names := func(l *v1alpha1.MySQLBackupList) map[string]bool {
+		m := map[string]bool{}
+		for _, b := range l.Items {
+			m[b.Name] = true
+		}
+		return m
+	}
+	for n := range names(after) {
+		if !names(before)[n] {
+			t.Errorf("suspended schedule created backup %s", n)
+		}
+	}
+	// Deleting the schedule leaves its backups.
+	if err := schedules.Delete(ctx, "frequent", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if left, _ := backups.List(ctx, metav1.ListOptions{LabelSelector: "mysqlop.io/backup-schedule=frequent"}); len(left.Items) == 0 {
+		t.Error("deleting the schedule deleted its backups")
+	}
 }

@@ -239,7 +239,8 @@ type MySQLBackupSchedule struct {
 
 // MySQLBackupScheduleSpec is a backup schedule.
 type MySQLBackupScheduleSpec struct {
-	// Schedule is a cron expression (five fields, or a descriptor such as @daily).
+	// Schedule is a cron expression: five fields, or a descriptor such as @daily or
+	// @every 6h. Missed times are not caught up: only the most recent one runs.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=128
 	Schedule string `json:"schedule"`
@@ -278,7 +279,8 @@ type MySQLBackupScheduleStatus struct {
 	// ObservedGeneration is the spec generation this status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// LastScheduleTime is when a backup was last created.
+	// LastScheduleTime is the last scheduled time handled: a backup was created for it, or
+	// skipped under concurrencyPolicy Forbid.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 	// LastSuccessfulBackup is the name of the newest completed backup.

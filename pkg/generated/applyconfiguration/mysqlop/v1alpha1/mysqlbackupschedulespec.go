@@ -27,7 +27,8 @@ import (
 //
 // MySQLBackupScheduleSpec is a backup schedule.
 type MySQLBackupScheduleSpecApplyConfiguration struct {
-	// Schedule is a cron expression (five fields, or a descriptor such as @daily).
+	// Schedule is a cron expression: five fields, or a descriptor such as @daily or
+	// @every 6h. Missed times are not caught up: only the most recent one runs.
 	Schedule *string `json:"schedule,omitempty"`
 	// TimeZone is an IANA time zone name for the schedule; default UTC.
 	TimeZone *string `json:"timeZone,omitempty"`

@@ -30,7 +30,8 @@ import (
 type MySQLBackupScheduleStatusApplyConfiguration struct {
 	// ObservedGeneration is the spec generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
-	// LastScheduleTime is when a backup was last created.
+	// LastScheduleTime is the last scheduled time handled: a backup was created for it, or
+	// skipped under concurrencyPolicy Forbid.
 	LastScheduleTime *v1.Time `json:"lastScheduleTime,omitempty"`
 	// LastSuccessfulBackup is the name of the newest completed backup.
 	LastSuccessfulBackup *string `json:"lastSuccessfulBackup,omitempty"`

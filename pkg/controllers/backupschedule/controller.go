@@ -1,0 +1,281 @@
+// Package backupschedule is the MySQLBackupSchedule controller: on a cron schedule it creates
+// MySQLBackups from the schedule's template, applies the concurrency policy, and prunes
+// finished backups its retention no longer keeps.
+//
+// Backups carry the label mysqlop.io/backup-schedule and the schedule's own labels (so an
+// operator's --target-selector matches them too), but no owner reference: deleting a
+// schedule never deletes its backups, or through them their stored data.
+package backupschedule
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
+	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
+)
+
+// Name is the controller's name in logs, metrics and its workqueue.
+const Name = "backupschedule"
+
+// LabelSchedule names the schedule that created a backup.
+const LabelSchedule = "mysqlop.io/backup-schedule"
+
+const bySchedule = "schedule"
+
+// Ready condition reasons of a schedule.
+const (
+	ReasonScheduled       = "Scheduled"
+	ReasonInvalidSchedule = "InvalidSchedule"
+	ReasonSuspended       = "Suspended"
+)
+
+// Controller reconciles MySQLBackupSchedules.
+type Controller struct {
+	mysql     versioned.Interface
+	schedules listers.MySQLBackupScheduleLister
+	backups   cache.Indexer
+	recorder  record.EventRecorder
+	worker    sqlobject.Worker
+	now       func() time.Time
+}
+
+// New registers the controller's informers with set and returns the controller.
+func New(client versioned.Interface, set *informerset.Set, recorder record.EventRecorder) (*Controller, error) {
+	schedInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLBackupSchedules().Informer()
+	})
+	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
+	})
+	for _, inf := range backupInf {
+		if err := inf.AddIndexers(cache.Indexers{bySchedule: func(obj any) ([]string, error) {
+			b, ok := obj.(*v1alpha1.MySQLBackup)
+			if !ok || b.Labels[LabelSchedule] == "" {
+				return nil, nil
+			}
+			return []string{b.Namespace + "/" + b.Labels[LabelSchedule]}, nil
+		}}); err != nil {
+			return nil, fmt.Errorf("index backups: %w", err)
+		}
+	}
+	c := &Controller{
+		mysql:     client,
+		schedules: listers.NewMySQLBackupScheduleLister(schedInf.Indexer()),
+		backups:   backupInf.Indexer(),
+		recorder:  recorder,
+		now:       time.Now,
+	}
+	c.worker = sqlobject.Worker{Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
+		Synced: []cache.InformerSynced{schedInf.HasSynced, backupInf.HasSynced}}
+	if err := schedInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+		return nil, fmt.Errorf("watch schedules: %w", err)
+	}
+	// A backup that finishes, appears or goes can change Active, retention or concurrency.
+	onBackup := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		b, ok := obj.(*v1alpha1.MySQLBackup)
+		if !ok {
+			return
+		}
+		for _, s := range c.schedulesOf(b) {
+			sqlobject.Enqueue(c.worker.Queue, s)
+		}
+	}
+	if err := backupInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: onBackup, DeleteFunc: onBackup,
+		UpdateFunc: func(old, obj any) {
+			if old.(*v1alpha1.MySQLBackup).Status.Phase != obj.(*v1alpha1.MySQLBackup).Status.Phase {
+				onBackup(obj)
+			}
+		},
+	}); err != nil {
+		return nil, fmt.Errorf("watch backups: %w", err)
+	}
+	return c, nil
+}
+
+// schedulesOf returns the schedule that created b, if it is cached.
+func (c *Controller) schedulesOf(b *v1alpha1.MySQLBackup) []*v1alpha1.MySQLBackupSchedule {
+	label := b.Labels[LabelSchedule]
+	if label == "" {
+		return nil
+	}
+	all, _ := c.schedules.MySQLBackupSchedules(b.Namespace).List(labels.Everything())
+	var out []*v1alpha1.MySQLBackupSchedule
+	for _, s := range all {
+		if scheduleLabel(s.Name) == label {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
+
+// scheduleLabel is a schedule's name as a label value (at most 63 characters).
+func scheduleLabel(name string) string {
+	if len(name) <= 63 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:46] + "-" + hex.EncodeToString(sum[:8])
+}
+
+// parse reads spec's schedule in its time zone. Five cron fields or a descriptor
+// (@hourly, @daily, @every 6h, ...).
+func parse(spec *v1alpha1.MySQLBackupScheduleSpec) (cron.Schedule, error) {
+	expr := spec.Schedule
+	if spec.TimeZone != nil && *spec.TimeZone != "" {
+		if _, err := time.LoadLocation(*spec.TimeZone); err != nil {
+			return nil, fmt.Errorf("time zone %q: %w", *spec.TimeZone, err)
+		}
+		expr = "CRON_TZ=" + *spec.TimeZone + " " + expr
+	}
+	s, err := cron.ParseStandard(expr)
+	if err != nil {
+		return nil, fmt.Errorf("schedule %q: %w", spec.Schedule, err)
+	}
+	return s, nil
+}
+
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+	cached, err := c.schedules.MySQLBackupSchedules(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) || (err == nil && cached.DeletionTimestamp != nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get schedule %s: %w", key, err)
+	}
+	status := cached.Status.DeepCopy()
+	status.ObservedGeneration = cached.Generation
+	sched, err := parse(&cached.Spec)
+	if err != nil {
+		// No retry: the next edit of the spec brings the schedule back.
+		if setReady(status, cached.Generation, false, ReasonInvalidSchedule, err.Error()) {
+			c.recorder.Event(cached, corev1.EventTypeWarning, events.InvalidSpec, err.Error())
+		}
+		return c.writeStatus(ctx, cached, status)
+	}
+	objs, err := c.backups.ByIndex(bySchedule, key.Namespace+"/"+scheduleLabel(key.Name))
+	if err != nil {
+		return err
+	}
+	var backups []*v1alpha1.MySQLBackup
+	for _, o := range objs {
+		backups = append(backups, o.(*v1alpha1.MySQLBackup))
+	}
+	last := cached.CreationTimestamp.Time
+	if status.LastScheduleTime != nil {
+		last = status.LastScheduleTime.Time
+	}
+	now := c.now()
+	p := decide(now, last, sched, &cached.Spec, backups)
+	status.Active, status.LastSuccessfulBackup = p.Active, p.LastSuccessful
+
+	client := c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace)
+	for _, name := range p.Prune {
+		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("prune backup %s: %w", name, err)
+		}
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupPruned, "Deleted backup %s: retention no longer keeps it", name)
+	}
+	for _, name := range p.Replace {
+		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("replace backup %s: %w", name, err)
+		}
+	}
+	switch {
+	case p.Skipped:
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupSkipped, "Skipped the backup due at %s: %v still running (concurrencyPolicy Forbid)", p.Due.UTC().Format(time.RFC3339), p.Active)
+		status.LastScheduleTime = &metav1.Time{Time: lastDue(sched, last, now)}
+	case !p.Due.IsZero():
+		name, err := c.create(ctx, cached, p.Due)
+		if err != nil {
+			return err
+		}
+		status.LastScheduleTime = &metav1.Time{Time: p.Due}
+		status.Active = append(status.Active, name)
+		klog.FromContext(ctx).Info("Created scheduled backup", "schedule", klog.KObj(cached), "backup", name)
+	}
+	if cached.Spec.Suspend {
+		setReady(status, cached.Generation, true, ReasonSuspended, "Suspended: no new backups are created")
+	} else {
+		setReady(status, cached.Generation, true, ReasonScheduled, "Next backup at "+p.Next.UTC().Format(time.RFC3339))
+	}
+	if !p.Next.IsZero() {
+		c.worker.Queue.AddAfter(key, p.Next.Sub(now)+100*time.Millisecond)
+	}
+	return c.writeStatus(ctx, cached, status)
+}
+
+// lastDue is the most recent scheduled time at or before now after last.
+func lastDue(sched cron.Schedule, last, now time.Time) time.Time {
+	due := last
+	for t, n := sched.Next(last), 0; !t.IsZero() && !t.After(now) && n < 100000; t, n = sched.Next(t), n+1 {
+		due = t
+	}
+	return due
+}
+
+// create makes the backup due at t. Its name is derived from t, so a retry after a crash
+// finds the backup it already made instead of making a second one.
+func (c *Controller) create(ctx context.Context, s *v1alpha1.MySQLBackupSchedule, t time.Time) (string, error) {
+	name := fmt.Sprintf("%s-%d", s.Name, t.Unix())
+	lbls := maps.Clone(s.Labels)
+	if lbls == nil {
+		lbls = map[string]string{}
+	}
+	lbls[LabelSchedule] = scheduleLabel(s.Name)
+	b := &v1alpha1.MySQLBackup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: lbls},
+		Spec:       *s.Spec.BackupTemplate.DeepCopy(),
+	}
+	_, err := c.mysql.MysqlopV1alpha1().MySQLBackups(s.Namespace).Create(ctx, b, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return name, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("create backup %s: %w", name, err)
+	}
+	c.recorder.Eventf(s, corev1.EventTypeNormal, events.BackupScheduled, "Created backup %s for %s", name, t.UTC().Format(time.RFC3339))
+	return name, nil
+}
+
+func setReady(st *v1alpha1.MySQLBackupScheduleStatus, gen int64, ok bool, reason, msg string) bool {
+	return sqlobject.SetReady(&st.Conditions, gen, ok, reason, msg)
+}
+
+func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackupSchedule, st *v1alpha1.MySQLBackupScheduleStatus) error {
+	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
+		return nil
+	}
+	s := cached.DeepCopy()
+	s.Status = *st
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLBackupSchedules(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write status of schedule %s: %w", klog.KObj(s), err)
+	}
+	return nil
+}
