@@ -86,7 +86,7 @@ type BackupState struct {
 
 var objectPattern = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,512}$`)
 
-// backups runs one backup at a time and remembers the last few.
+// backups runs one job (a backup or a restore) at a time and remembers the last few.
 type backups struct {
 	cfg  BackupConfig
 	ctx  context.Context
@@ -97,7 +97,8 @@ type backups struct {
 	running string
 }
 
-// EnableBackups serves the backup API for the server's files; backups stop when ctx ends.
+// EnableBackups serves the backup and restore API for the server's files; jobs stop when ctx
+// ends.
 func (s *Server) EnableBackups(ctx context.Context, cfg BackupConfig) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 6 * time.Hour
@@ -105,57 +106,83 @@ func (s *Server) EnableBackups(ctx context.Context, cfg BackupConfig) {
 	s.backups = &backups{cfg: cfg, ctx: ctx, jobs: map[string]*BackupState{}}
 }
 
-func (b *backups) start(req BackupRequest) (*BackupState, int, error) {
+// start runs work as job id unless a job of that ID exists (its state is returned) or
+// another job runs (409).
+func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx context.Context, st *BackupState) error) (*BackupState, int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if st, ok := b.jobs[req.ID]; ok {
+	if st, ok := b.jobs[id]; ok {
 		return st, http.StatusOK, nil
 	}
 	if b.running != "" {
-		return nil, http.StatusConflict, fmt.Errorf("backup %s is running", b.running)
+		return nil, http.StatusConflict, fmt.Errorf("job %s is running", b.running)
 	}
-	store, err := storage.New(req.Storage.Config())
-	if err != nil {
-		return nil, http.StatusBadRequest, err
-	}
-	st := &BackupState{ID: req.ID, Phase: BackupRunning, Location: store.Location(req.Object), StartTime: time.Now().UTC()}
-	b.jobs[req.ID] = st
-	b.order = append(b.order, req.ID)
+	st := &BackupState{ID: id, Phase: BackupRunning, Location: location, StartTime: time.Now().UTC()}
+	b.jobs[id] = st
+	b.order = append(b.order, id)
 	if len(b.order) > 16 {
 		delete(b.jobs, b.order[0])
 		b.order = b.order[1:]
 	}
-	b.running = req.ID
-	go b.run(req, store, st)
+	b.running = id
+	limit := b.cfg.Timeout
+	if t := time.Duration(timeoutSeconds) * time.Second; t > 0 && t < limit {
+		limit = t
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(b.ctx, limit)
+		defer cancel()
+		result := *st
+		err := work(ctx, &result)
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		now := time.Now().UTC()
+		result.CompletionTime = &now
+		result.Phase = BackupComplete
+		if err != nil {
+			result.Phase, result.Error = BackupFailed, err.Error()
+		}
+		*st = result
+		b.running = ""
+	}()
 	return st, http.StatusAccepted, nil
 }
 
-func (b *backups) run(req BackupRequest, store *storage.Store, st *BackupState) {
-	limit := b.cfg.Timeout
-	if t := time.Duration(req.TimeoutSeconds) * time.Second; t > 0 && t < limit {
-		limit = t
+// backup streams a backup of the server into object of store.
+func (b *backups) backup(req BackupRequest, store *storage.Store) func(context.Context, *BackupState) error {
+	return func(ctx context.Context, st *BackupState) error {
+		res, err := executor.Run(ctx, executor.Request{
+			Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket, DataDir: b.cfg.DataDir,
+			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
+		}, func(r io.Reader) error { _, err := store.Put(ctx, req.Object, r); return err })
+		if err != nil {
+			// Leave no partial object behind: a failed multipart upload is aborted by the
+			// client, and a finished upload of a failed tool run is removed here.
+			delCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			_ = store.Delete(delCtx, req.Object)
+			return err
+		}
+		st.Size, st.SHA256, st.GTID = res.Size, res.SHA256, res.GTID
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(b.ctx, limit)
-	defer cancel()
-	res, err := executor.Run(ctx, executor.Request{
-		Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket, DataDir: b.cfg.DataDir,
-		User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
-	}, func(r io.Reader) error { _, err := store.Put(ctx, req.Object, r); return err })
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	now := time.Now().UTC()
-	st.CompletionTime = &now
-	b.running = ""
-	if err != nil {
-		st.Phase, st.Error = BackupFailed, err.Error()
-		// Leave no partial object behind: a failed multipart upload is aborted by the client,
-		// and a finished upload of a failed tool run is removed here.
-		delCtx, delCancel := context.WithTimeout(context.WithoutCancel(b.ctx), 30*time.Second)
-		defer delCancel()
-		_ = store.Delete(delCtx, req.Object)
-		return
+}
+
+// restore loads a logical backup from object of store into the server.
+func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.Context, *BackupState) error {
+	return func(ctx context.Context, st *BackupState) error {
+		r, err := store.Get(ctx, req.Object)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		size, err := executor.Restore(ctx, executor.Request{
+			Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket,
+			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
+		}, r)
+		st.Size = size
+		return err
 	}
-	st.Phase, st.Size, st.SHA256, st.GTID = BackupComplete, res.Size, res.SHA256, res.GTID
 }
 
 func (b *backups) get(id string) (BackupState, bool) {
@@ -193,7 +220,40 @@ func (s *Server) postBackup(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "id, method (logical or physical) and object are required", http.StatusBadRequest)
 		return
 	}
-	st, code, err := s.backups.start(req)
+	store, err := storage.New(req.Storage.Config())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	st, code, err := s.backups.start(req.ID, store.Location(req.Object), req.TimeoutSeconds, s.backups.backup(req, store))
+	if err != nil {
+		http.Error(w, err.Error(), code)
+		return
+	}
+	writeJSON(w, code, st)
+}
+
+// postRestore starts a restore of a logical backup into the server. The operator sends it to
+// the primary only, so that the restored data replicates to every replica.
+func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	var req BackupRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
+		http.Error(w, "bad request body", http.StatusBadRequest)
+		return
+	}
+	if req.ID == "" || req.Method != executor.Logical || !objectPattern.MatchString(req.Object) {
+		http.Error(w, "id, method (logical: physical restores are not supported yet) and object are required", http.StatusBadRequest)
+		return
+	}
+	store, err := storage.New(req.Storage.Config())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	st, code, err := s.backups.start(req.ID, store.Location(req.Object), req.TimeoutSeconds, s.backups.restore(req, store))
 	if err != nil {
 		http.Error(w, err.Error(), code)
 		return

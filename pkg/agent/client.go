@@ -76,3 +76,12 @@ func (c *Client) Backup(ctx context.Context, id string) (*BackupState, error) {
 	}
 	return &st, nil
 }
+
+// StartRestore asks the agent to load a logical backup; it returns the restore's state.
+func (c *Client) StartRestore(ctx context.Context, req BackupRequest) (*BackupState, error) {
+	var st BackupState
+	if _, err := c.do(ctx, http.MethodPost, "/api/v1/restores", req, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}

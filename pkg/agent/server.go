@@ -23,6 +23,8 @@ import (
 //	GET /api/v1/status  the instance's state as JSON; needs "Authorization: Bearer <agent token>"
 //	POST /api/v1/backups, GET /api/v1/backups/{id}
 //	                    start a backup to S3 and read its state (same token; see EnableBackups)
+//	POST /api/v1/restores, GET /api/v1/restores/{id}
+//	                    load a logical backup from S3 into the server (one job at a time)
 //	GET /metrics        (metrics listener) up, read_only, replication threads, lag
 type Server struct {
 	in      *mysql.Instance
@@ -47,6 +49,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/status", s.status)
 	mux.HandleFunc("POST /api/v1/backups", s.postBackup)
 	mux.HandleFunc("GET /api/v1/backups/{id}", s.getBackup)
+	mux.HandleFunc("POST /api/v1/restores", s.postRestore)
+	mux.HandleFunc("GET /api/v1/restores/{id}", s.getBackup)
 	return mux
 }
 

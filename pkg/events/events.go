@@ -30,6 +30,8 @@ const (
 	ClusterNotReady = "ClusterNotReady"
 	// BackupFailed: a backup failed; its Complete condition says why. It is not retried.
 	BackupFailed = "BackupFailed"
+	// RestoreFailed: a restore failed; its Complete condition says why. It is not retried.
+	RestoreFailed = "RestoreFailed"
 )
 
 // Reasons for Normal events.
@@ -66,6 +68,10 @@ const (
 	BackupStarted = "BackupStarted"
 	// BackupCompleted: a backup is stored.
 	BackupCompleted = "BackupCompleted"
+	// RestoreStarted: the primary's agent started loading a backup.
+	RestoreStarted = "RestoreStarted"
+	// RestoreCompleted: a backup was loaded into the cluster.
+	RestoreCompleted = "RestoreCompleted"
 	// BackupScheduled: a schedule created a backup.
 	BackupScheduled = "BackupScheduled"
 	// BackupSkipped: a scheduled backup was skipped because one still ran (Forbid).

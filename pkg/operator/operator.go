@@ -32,6 +32,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/controllers/backupschedule"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/database"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/restore"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/user"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlscheme "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/scheme"
@@ -182,6 +183,10 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("set up backup schedule controller: %w", err)
 	}
+	restores, err := restore.New(kube, mysql, set, recorder, agentAddress)
+	if err != nil {
+		return fmt.Errorf("set up restore controller: %w", err)
+	}
 
 	set.Start(ctx.Done())
 	defer set.Shutdown()
@@ -199,6 +204,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		func() error { return databases.Run(ctx, o.DatabaseWorkers) },
 		func() error { return backups.Run(ctx, o.BackupWorkers) },
 		func() error { return schedules.Run(ctx, 1) },
+		func() error { return restores.Run(ctx, 1) },
 	}
 	errc := make(chan error, len(runs))
 	for _, run := range runs {

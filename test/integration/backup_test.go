@@ -64,7 +64,8 @@ func waitBackupPhase(t *testing.T, ns, name string, phases ...v1alpha1.JobPhase)
 // their mysqld, in-process agents for their agent containers, versitygw for S3. A logical
 // backup runs on the replica and stores a checksummed, GTID-stamped dump; a physical one on
 // the member asked for; a missing Secret waits, wrong credentials fail; deletionPolicy Delete
-// removes the stored object and Retain keeps it.
+// removes the stored object and Retain keeps it; a restore brings dropped data back on every
+// member; a schedule creates and prunes backups.
 func TestBackupsToS3(t *testing.T) {
 	gw := s3.Start(t)
 	servers := mariadb.Start(t, 2, mariadb.Options{})
@@ -151,6 +152,44 @@ func TestBackupsToS3(t *testing.T) {
 	if p.Status.Phase != v1alpha1.JobComplete || p.Status.Member != "db-0" || p.Status.SizeBytes == 0 {
 		t.Fatalf("physical backup status %+v", p.Status)
 	}
+
+	// Restore: the table dropped after the backup comes back, through the primary, on both
+	// members; a physical backup is refused with a clear reason.
+	var rows int
+	if err := servers[0].Admin().DB.QueryRow("SELECT COUNT(*) FROM app.t").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := servers[0].Admin().ExecSQL(ctx, "DROP TABLE app.t"); err != nil {
+		t.Fatal(err)
+	}
+	restores := mysql.MysqlopV1alpha1().MySQLRestores(ns)
+	for name, from := range map[string]string{"undo": "nightly", "from-physical": "full"} {
+		r := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, BackupRef: v1alpha1.LocalReference{Name: from}}}
+		if _, err := restores.Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var undo *v1alpha1.MySQLRestore
+	eventually(t, 60*time.Second, "restore finished", func(ctx context.Context) (bool, error) {
+		undo, err = restores.Get(ctx, "undo", metav1.GetOptions{})
+		return err == nil && (undo.Status.Phase == v1alpha1.JobComplete || undo.Status.Phase == v1alpha1.JobFailed), nil
+	})
+	if undo.Status.Phase != v1alpha1.JobComplete || undo.Status.Member != "db-0" {
+		t.Fatalf("restore status %+v", undo.Status)
+	}
+	for i, s := range servers {
+		eventually(t, 20*time.Second, "restored rows on server "+strconv.Itoa(i), func(ctx context.Context) (bool, error) {
+			var n int
+			err := s.Admin().DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&n)
+			return err == nil && n == rows, nil
+		})
+	}
+	eventually(t, 30*time.Second, "physical restore refused", func(ctx context.Context) (bool, error) {
+		r, err := restores.Get(ctx, "from-physical", metav1.GetOptions{})
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionComplete)
+		return err == nil && r.Status.Phase == v1alpha1.JobFailed && c != nil && strings.Contains(c.Message, "physical"), nil
+	})
 
 	// Wrong credentials: Failed with the reason, never retried.
 	bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bad-credentials", Namespace: ns},

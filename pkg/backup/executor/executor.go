@@ -63,19 +63,11 @@ type Result struct {
 func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, err := os.MkdirTemp(req.TmpDir, "backup-")
+	dir, optFile, err := optionFile(req, "backup-")
 	if err != nil {
-		return Result{}, fmt.Errorf("backup scratch directory: %w", err)
+		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	optFile := filepath.Join(dir, "client.cnf")
-	// Quoted values: a password may hold '#' or spaces. Backslashes and quotes are escaped as
-	// the option file parser expects.
-	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
-	body := fmt.Sprintf("[client]\nuser=\"%s\"\npassword=\"%s\"\nsocket=\"%s\"\n", esc.Replace(req.User), esc.Replace(req.Password), esc.Replace(req.Socket))
-	if err := os.WriteFile(optFile, []byte(body), 0o600); err != nil {
-		return Result{}, fmt.Errorf("write option file: %w", err)
-	}
 	name, args, err := command(req, optFile, dir)
 	if err != nil {
 		return Result{}, err
@@ -137,14 +129,66 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 	return res, nil
 }
 
+// optionFile writes the client option file into a new private directory under req.TmpDir.
+func optionFile(req Request, pattern string) (dir, file string, err error) {
+	dir, err = os.MkdirTemp(req.TmpDir, pattern)
+	if err != nil {
+		return "", "", fmt.Errorf("scratch directory: %w", err)
+	}
+	file = filepath.Join(dir, "client.cnf")
+	// Quoted values: a password may hold '#' or spaces. Backslashes and quotes are escaped as
+	// the option file parser expects.
+	esc := strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+	body := fmt.Sprintf("[client]\nuser=\"%s\"\npassword=\"%s\"\nsocket=\"%s\"\n", esc.Replace(req.User), esc.Replace(req.Password), esc.Replace(req.Socket))
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("write option file: %w", err)
+	}
+	return dir, file, nil
+}
+
+// Restore loads a logical backup written by Run, read from r, into the server through the
+// flavor's client, and returns the compressed bytes read. The statements are binlogged, so
+// on a primary they replicate to its replicas.
+func Restore(ctx context.Context, req Request, r io.Reader) (int64, error) {
+	if req.Method != Logical {
+		return 0, fmt.Errorf("restoring a %s backup is not supported yet", req.Method)
+	}
+	dir, optFile, err := optionFile(req, "restore-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	counter := &countingWriter{}
+	d, err := Decompress(io.TeeReader(r, counter))
+	if err != nil {
+		return 0, err
+	}
+	defer d.Close()
+	name := "mysql"
+	if req.Flavor == mysql.MariaDB {
+		name = "mariadb"
+	}
+	cmd := exec.CommandContext(ctx, name, "--defaults-extra-file="+optFile, "--binary-mode", "--batch")
+	cmd.Stdin = d
+	var stderr tail
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		return counter.n, fmt.Errorf("%s failed: %w: %s", name, err, stderr.String())
+	}
+	return counter.n, nil
+}
+
 // command returns the tool and its arguments; the option file comes first, as the tools
 // require.
 func command(req Request, optFile, dir string) (string, []string, error) {
 	extra := "--defaults-extra-file=" + optFile
 	switch {
 	case req.Method == Logical && req.Flavor == mysql.MariaDB:
+		// The mysql schema is left out: restoring it would replace the target cluster's
+		// accounts, the operator's own among them. Accounts are declared as MySQLUsers.
 		return "mariadb-dump", []string{extra, "--single-transaction", "--master-data=2", "--gtid",
-			"--all-databases", "--routines", "--events", "--triggers", "--hex-blob", "--quick"}, nil
+			"--all-databases", "--ignore-database=mysql", "--routines", "--events", "--triggers", "--hex-blob", "--quick"}, nil
 	case req.Method == Logical:
 		return "mysqldump", []string{extra, "--single-transaction", "--set-gtid-purged=ON", "--source-data=2",
 			"--all-databases", "--routines", "--events", "--triggers", "--hex-blob", "--quick"}, nil

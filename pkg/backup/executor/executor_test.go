@@ -113,3 +113,33 @@ func TestFailedBackupSaysWhy(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// Restore loads a compressed logical backup through the client; the mysql schema is not in
+// the dump, so the target keeps its own accounts.
+func TestRestoreOnMariaDB(t *testing.T) {
+	servers := mariadb.Start(t, 2, mariadb.Options{})
+	seed(t, servers[0])
+	ctx := context.Background()
+	if err := servers[0].Admin().ExecSQL(ctx, "CREATE USER 'only-on-source'@'%'"); err != nil {
+		t.Fatal(err)
+	}
+	var compressed bytes.Buffer
+	if _, err := executor.Run(ctx, request(servers[0], executor.Logical, t), func(r io.Reader) error { _, err := io.Copy(&compressed, r); return err }); err != nil {
+		t.Fatal(err)
+	}
+	n := int64(compressed.Len())
+	got, err := executor.Restore(ctx, request(servers[1], executor.Logical, t), &compressed)
+	if err != nil || got != n {
+		t.Fatalf("Restore = %d, %v (want %d bytes read)", got, err, n)
+	}
+	var note string
+	if err := servers[1].Admin().DB.QueryRow("SELECT note FROM shop.orders WHERE id = 1").Scan(&note); err != nil || note != "first" {
+		t.Fatalf("restored row: %q %v", note, err)
+	}
+	if st, err := servers[1].Admin().Account(ctx, mysql.Account{User: "only-on-source", Host: "%"}); err != nil || st != nil {
+		t.Fatalf("the source's accounts came along: %+v %v", st, err)
+	}
+	if _, err := executor.Restore(ctx, request(servers[1], executor.Physical, t), strings.NewReader("")); err == nil {
+		t.Error("a physical restore was attempted")
+	}
+}

@@ -187,7 +187,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	if err != nil {
 		return c.pending(ctx, cached, err.Error())
 	}
-	req := agent.BackupRequest{ID: string(cached.UID), Method: string(method(cached)), Object: objectName(cached), Storage: store,
+	req := agent.BackupRequest{ID: string(cached.UID), Method: string(method(cached)), Object: ObjectName(cached), Storage: store,
 		TimeoutSeconds: int64(timeout(cached).Seconds())}
 	st, err := client.StartBackup(ctx, req)
 	if err != nil {
@@ -280,7 +280,7 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 		if err != nil {
 			return err
 		}
-		if err := store.Delete(ctx, objectName(cached)); err != nil {
+		if err := store.Delete(ctx, ObjectName(cached)); err != nil {
 			return err
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupDeleted, "Deleted %s (deletionPolicy Delete)", cached.Status.Location)
@@ -293,11 +293,15 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 	return nil
 }
 
-// storageConfig reads the storage credentials (and CA) from the user's Secrets with a live
-// GET: the operator caches no Secret it does not own.
 func (c *Controller) storageConfig(ctx context.Context, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
+	return StorageConfig(ctx, c.kube, b)
+}
+
+// StorageConfig reads a backup's storage credentials (and CA) from the user's Secrets with a
+// live GET: the operator caches no Secret it does not own.
+func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
 	s3 := b.Spec.Storage.S3
-	sec, err := c.kube.CoreV1().Secrets(b.Namespace).Get(ctx, s3.CredentialsSecretRef.Name, metav1.GetOptions{})
+	sec, err := kube.CoreV1().Secrets(b.Namespace).Get(ctx, s3.CredentialsSecretRef.Name, metav1.GetOptions{})
 	if err != nil {
 		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)
 	}
@@ -308,7 +312,7 @@ func (c *Controller) storageConfig(ctx context.Context, b *v1alpha1.MySQLBackup)
 	cfg := agent.StorageConfig{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix,
 		ForcePathStyle: s3.ForcePathStyle, AccessKeyID: id, SecretAccessKey: secret}
 	if ref := s3.CASecretRef; ref != nil {
-		ca, err := c.kube.CoreV1().Secrets(b.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		ca, err := kube.CoreV1().Secrets(b.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return agent.StorageConfig{}, fmt.Errorf("storage CA Secret %s: %w", ref.Name, err)
 		}
@@ -322,11 +326,17 @@ func (c *Controller) storageConfig(ctx context.Context, b *v1alpha1.MySQLBackup)
 }
 
 func (c *Controller) agentClient(cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
-	sec, err := c.secrets.Secrets(cl.Namespace).Get(resources.CredentialsSecretName(cl))
+	return AgentClient(c.secrets, c.resolve, cl, member)
+}
+
+// AgentClient returns a client of member's agent, with the cluster's agent token from the
+// operator's cache of its own Secrets.
+func AgentClient(secrets corelisters.SecretLister, resolve AgentResolver, cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
+	sec, err := secrets.Secrets(cl.Namespace).Get(resources.CredentialsSecretName(cl))
 	if err != nil {
 		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
 	}
-	host, port := c.resolve(cl, member)
+	host, port := resolve(cl, member)
 	return &agent.Client{BaseURL: "http://" + host + ":" + strconv.Itoa(port), Token: string(sec.Data[resources.SecretKeyAgentToken])}, nil
 }
 
@@ -344,9 +354,9 @@ func timeout(b *v1alpha1.MySQLBackup) time.Duration {
 	return defaultTimeout
 }
 
-// objectName is the object key under the storage prefix: namespace, cluster, backup name and
+// ObjectName is the object key of b under the storage prefix: namespace, cluster, backup name and
 // UID, so that two backups never share an object.
-func objectName(b *v1alpha1.MySQLBackup) string {
+func ObjectName(b *v1alpha1.MySQLBackup) string {
 	ext := ".sql.zst"
 	if method(b) == v1alpha1.BackupPhysical {
 		ext = ".xbstream.zst"

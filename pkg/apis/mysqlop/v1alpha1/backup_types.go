@@ -347,6 +347,9 @@ type MySQLRestoreStatus struct {
 	// Phase is Pending, Running, Complete or Failed.
 	// +optional
 	Phase JobPhase `json:"phase,omitempty"`
+	// Member is the primary the backup is loaded through.
+	// +optional
+	Member string `json:"member,omitempty"`
 	// StartTime is when the restore started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

@@ -33,6 +33,8 @@ type MySQLRestoreStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Phase is Pending, Running, Complete or Failed.
 	Phase *mysqlopv1alpha1.JobPhase `json:"phase,omitempty"`
+	// Member is the primary the backup is loaded through.
+	Member *string `json:"member,omitempty"`
 	// StartTime is when the restore started.
 	StartTime *v1.Time `json:"startTime,omitempty"`
 	// CompletionTime is when the restore completed or failed.
@@ -60,6 +62,14 @@ func (b *MySQLRestoreStatusApplyConfiguration) WithObservedGeneration(value int6
 // If called multiple times, the Phase field is set to the value of the last call.
 func (b *MySQLRestoreStatusApplyConfiguration) WithPhase(value mysqlopv1alpha1.JobPhase) *MySQLRestoreStatusApplyConfiguration {
 	b.Phase = &value
+	return b
+}
+
+// WithMember sets the Member field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Member field is set to the value of the last call.
+func (b *MySQLRestoreStatusApplyConfiguration) WithMember(value string) *MySQLRestoreStatusApplyConfiguration {
+	b.Member = &value
 	return b
 }
 
