@@ -14,6 +14,7 @@ KUBECONFIG ?= $(HOME)/.kube/config
 # Benchmark sizes: cluster counts and client QPS settings (comma-separated).
 CLUSTERS ?= 10,100,500
 QPS      ?= 20,100
+BACKUP_MB ?= 1024
 
 .PHONY: help
 help: ## Show this help.
@@ -53,6 +54,10 @@ test-integration: tools ## Run the integration suite against a real control plan
 .PHONY: bench
 bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings; prints a table.
 	$(GO) run ./test/bench/reconcile -clusters '$(CLUSTERS)' -qps '$(QPS)'
+
+.PHONY: bench-backup
+bench-backup: tools ## Backup benchmark: ~1 GiB table on real MariaDB, logical and physical backups to versitygw and a logical restore; prints a table.
+	$(GO) run ./test/bench/backup -size-mb $(BACKUP_MB)
 
 .PHONY: bench-failover
 bench-failover: ## Failover benchmark on real MariaDB: SIGKILL of the primary to the first acknowledged write, 20 runs.

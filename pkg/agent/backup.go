@@ -176,11 +176,11 @@ func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.
 			return err
 		}
 		defer r.Close()
-		size, err := executor.Restore(ctx, executor.Request{
+		res, err := executor.Restore(ctx, executor.Request{
 			Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket,
 			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
 		}, r)
-		st.Size = size
+		st.Size = res.Size
 		return err
 	}
 }

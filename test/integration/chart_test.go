@@ -73,6 +73,32 @@ func TestHelmChartRBACIsEnough(t *testing.T) {
 			if err != nil || !meta.IsStatusConditionFalse(u.Status.Conditions, v1alpha1.ConditionReady) || len(u.Finalizers) != 1 {
 				t.Fatalf("user %+v: %v", u, err)
 			}
+			// Schedules create and (Replace) delete backups; spec.bootstrap creates a restore.
+			sched := &v1alpha1.MySQLBackupSchedule{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: watched},
+				Spec: v1alpha1.MySQLBackupScheduleSpec{Schedule: "@every 2s", ConcurrencyPolicy: v1alpha1.ConcurrencyReplace,
+					BackupTemplate: v1alpha1.MySQLBackupSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"},
+						Storage: v1alpha1.BackupStorage{S3: v1alpha1.S3Storage{Bucket: "bkt", CredentialsSecretRef: v1alpha1.LocalReference{Name: "none"}}}}}}
+			if _, err := mysql.MysqlopV1alpha1().MySQLBackupSchedules(watched).Create(ctx, sched, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			eventually(t, 30*time.Second, "scheduled backups created and replaced", func(ctx context.Context) (bool, error) {
+				list, err := mysql.MysqlopV1alpha1().MySQLBackups(watched).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					return false, nil
+				}
+				for _, b := range list.Items {
+					seen[b.Name] = true
+				}
+				return len(seen) >= 3 && len(list.Items) < len(seen), nil
+			})
+			boot := newCluster(watched, "boot", 1, "10.11.6")
+			boot.Spec.Bootstrap = &v1alpha1.BootstrapSpec{FromBackup: v1alpha1.LocalReference{Name: "missing"}}
+			createCluster(t, boot)
+			eventually(t, 30*time.Second, "bootstrap restore created", func(ctx context.Context) (bool, error) {
+				_, err := mysql.MysqlopV1alpha1().MySQLRestores(watched).Get(ctx, "boot-bootstrap", metav1.GetOptions{})
+				return err == nil && getCluster(t, watched, "boot").Annotations["mysqlop.io/bootstrap-restore"] == "boot-bootstrap", nil
+			})
 			lease, err := cp.Kube.CoordinationV1().Leases(opNS).Get(ctx, release+"-mysql-operator", metav1.GetOptions{})
 			if err != nil || lease.Spec.HolderIdentity == nil {
 				t.Fatalf("leader election Lease: %+v %v", lease, err)

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -56,6 +57,18 @@ type Result struct {
 	SHA256 string
 	// GTID is the GTID position the backup is consistent with.
 	GTID string
+	// ToolMaxRSS is the backup or client tool's peak resident memory in bytes.
+	ToolMaxRSS int64
+}
+
+func maxRSS(cmd *exec.Cmd) int64 {
+	if cmd.ProcessState == nil {
+		return 0
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss * 1024 // kilobytes on Linux
+	}
+	return 0
 }
 
 // Run runs the backup and hands the compressed stream to put, which must read it to the end
@@ -120,7 +133,7 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 	if toolErr != nil {
 		return Result{}, toolErr
 	}
-	res := Result{Size: counter.n, SHA256: hex.EncodeToString(hash.Sum(nil))}
+	res := Result{Size: counter.n, SHA256: hex.EncodeToString(hash.Sum(nil)), ToolMaxRSS: maxRSS(cmd)}
 	if req.Method == Logical {
 		res.GTID = gtid.value()
 	} else {
@@ -148,21 +161,21 @@ func optionFile(req Request, pattern string) (dir, file string, err error) {
 }
 
 // Restore loads a logical backup written by Run, read from r, into the server through the
-// flavor's client, and returns the compressed bytes read. The statements are binlogged, so
-// on a primary they replicate to its replicas.
-func Restore(ctx context.Context, req Request, r io.Reader) (int64, error) {
+// flavor's client; the result's Size is the compressed bytes read. The statements are
+// binlogged, so on a primary they replicate to its replicas.
+func Restore(ctx context.Context, req Request, r io.Reader) (Result, error) {
 	if req.Method != Logical {
-		return 0, fmt.Errorf("restoring a %s backup is not supported yet", req.Method)
+		return Result{}, fmt.Errorf("restoring a %s backup is not supported yet", req.Method)
 	}
 	dir, optFile, err := optionFile(req, "restore-")
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
 	counter := &countingWriter{}
 	d, err := Decompress(io.TeeReader(r, counter))
 	if err != nil {
-		return 0, err
+		return Result{}, err
 	}
 	defer d.Close()
 	name := "mysql"
@@ -173,10 +186,12 @@ func Restore(ctx context.Context, req Request, r io.Reader) (int64, error) {
 	cmd.Stdin = d
 	var stderr tail
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	if err := cmd.Run(); err != nil {
-		return counter.n, fmt.Errorf("%s failed: %w: %s", name, err, stderr.String())
+	err = cmd.Run()
+	res := Result{Size: counter.n, ToolMaxRSS: maxRSS(cmd)}
+	if err != nil {
+		return res, fmt.Errorf("%s failed: %w: %s", name, err, stderr.String())
 	}
-	return counter.n, nil
+	return res, nil
 }
 
 // command returns the tool and its arguments; the option file comes first, as the tools

@@ -129,8 +129,8 @@ func TestRestoreOnMariaDB(t *testing.T) {
 	}
 	n := int64(compressed.Len())
 	got, err := executor.Restore(ctx, request(servers[1], executor.Logical, t), &compressed)
-	if err != nil || got != n {
-		t.Fatalf("Restore = %d, %v (want %d bytes read)", got, err, n)
+	if err != nil || got.Size != n || got.ToolMaxRSS == 0 {
+		t.Fatalf("Restore = %+v, %v (want %d bytes read)", got, err, n)
 	}
 	var note string
 	if err := servers[1].Admin().DB.QueryRow("SELECT note FROM shop.orders WHERE id = 1").Scan(&note); err != nil || note != "first" {

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -57,7 +58,13 @@ type Controller struct {
 	resolve  backup.AgentResolver
 	recorder record.EventRecorder
 	worker   sqlobject.Worker
+	// bootstrap creates the MySQLRestore of clusters with spec.bootstrap.
+	bootstrap sqlobject.Worker
 }
+
+// AnnotationBootstrapRestore on a MySQLCluster names the MySQLRestore its spec.bootstrap was
+// turned into; once set, no second one is made, even if that restore is deleted.
+const AnnotationBootstrapRestore = "mysqlop.io/bootstrap-restore"
 
 // New registers the controller's informers with set and returns the controller.
 func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve backup.AgentResolver) (*Controller, error) {
@@ -101,6 +108,14 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	}
 	c.worker = sqlobject.Worker{Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
 		Synced: []cache.InformerSynced{restoreInf.HasSynced, backupInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced}}
+	c.bootstrap = sqlobject.Worker{Name: Name + "-bootstrap", Queue: sqlobject.NewQueue(Name + "-bootstrap"), Sync: c.syncBootstrap,
+		Synced: []cache.InformerSynced{clusterInf.HasSynced}}
+	if err := clusterInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueueBootstrap(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueBootstrap(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("watch clusters: %w", err)
+	}
 	if err := restoreInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
 		return nil, fmt.Errorf("watch restores: %w", err)
 	}
@@ -136,7 +151,46 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 }
 
 // Run runs workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	go func() { _ = c.bootstrap.Run(ctx, 1) }()
+	return c.worker.Run(ctx, workers)
+}
+
+func (c *Controller) enqueueBootstrap(obj any) {
+	if cl, ok := obj.(*v1alpha1.MySQLCluster); ok && cl.Spec.Bootstrap != nil && cl.Annotations[AnnotationBootstrapRestore] == "" {
+		sqlobject.Enqueue(c.bootstrap.Queue, cl)
+	}
+}
+
+// syncBootstrap turns a new cluster's spec.bootstrap into a MySQLRestore owned by the
+// cluster, once: the restore waits for the cluster's primary like any other.
+func (c *Controller) syncBootstrap(ctx context.Context, key cache.ObjectName) error {
+	cl, err := c.clusters.MySQLClusters(key.Namespace).Get(key.Name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if cl.Spec.Bootstrap == nil || cl.Annotations[AnnotationBootstrapRestore] != "" || cl.DeletionTimestamp != nil {
+		return nil
+	}
+	name := cl.Name + "-bootstrap"
+	r := &v1alpha1.MySQLRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.Namespace, Labels: cl.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cl, v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"))}},
+		Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: cl.Name}, BackupRef: cl.Spec.Bootstrap.FromBackup},
+	}
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLRestores(cl.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create bootstrap restore %s: %w", name, err)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationBootstrapRestore, name)
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cl.Namespace).Patch(ctx, cl.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("mark cluster %s bootstrapped: %w", key, err)
+	}
+	c.recorder.Eventf(cl, corev1.EventTypeNormal, events.RestoreStarted, "Bootstrapping from MySQLBackup %s through MySQLRestore %s", cl.Spec.Bootstrap.FromBackup.Name, name)
+	return nil
+}
 
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	cached, err := c.restores.MySQLRestores(key.Namespace).Get(key.Name)

@@ -36,6 +36,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.BackupRetentionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupStorage"):
 		return &mysqlopv1alpha1.BackupStorageApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BootstrapSpec"):
+		return &mysqlopv1alpha1.BootstrapSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterReference"):
 		return &mysqlopv1alpha1.ClusterReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Grant"):

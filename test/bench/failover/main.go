@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
+	"github.com/mysqlop/mysql-operator/test/bench/benchutil"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
@@ -49,37 +50,16 @@ func main() {
 	}
 }
 
-// runT gives mariadb.Start what it needs outside `go test`: temp dirs and cleanups, and
-// failures as panics recovered by runOnce.
-type runT struct{ cleanups []func() }
-
-func (t *runT) Helper()                           {}
-func (t *runT) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
-func (t *runT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-func (t *runT) Skipf(format string, args ...any)  { panic(fmt.Sprintf(format, args...)) }
-func (t *runT) Cleanup(f func())                  { t.cleanups = append(t.cleanups, f) }
-func (t *runT) TempDir() string {
-	d, err := os.MkdirTemp("", "mysqlop-failover-")
-	if err != nil {
-		panic(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	return d
-}
-func (t *runT) done() {
-	for i := len(t.cleanups) - 1; i >= 0; i-- {
-		t.cleanups[i]()
-	}
-}
-
 func runOnce(interval time.Duration) (took time.Duration, acked, lost int, err error) {
-	t := &runT{}
-	defer t.done()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
+	err = benchutil.Run(func(t *benchutil.T) error {
+		var err error
+		took, acked, lost, err = measure(t, interval)
+		return err
+	})
+	return took, acked, lost, err
+}
+
+func measure(t *benchutil.T, interval time.Duration) (took time.Duration, acked, lost int, err error) {
 	ctx := context.Background()
 	servers := mariadb.Start(t, 3, mariadb.Options{})
 	op := mariadb.Operator(servers)

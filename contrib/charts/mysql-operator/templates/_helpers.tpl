@@ -28,6 +28,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["mysqlop.io"]
   resources: [mysqlclusters, mysqlbackups, mysqlbackupschedules, mysqlrestores, mysqlusers, mysqldatabases]
   verbs: [get, list, watch, update, patch]
+# Schedules create and prune backups; a cluster's spec.bootstrap becomes a restore.
+- apiGroups: ["mysqlop.io"]
+  resources: [mysqlbackups]
+  verbs: [create, delete]
+- apiGroups: ["mysqlop.io"]
+  resources: [mysqlrestores]
+  verbs: [create]
 - apiGroups: ["mysqlop.io"]
   resources: [mysqlclusters/status, mysqlbackups/status, mysqlbackupschedules/status, mysqlrestores/status, mysqlusers/status, mysqldatabases/status]
   verbs: [get, update, patch]

@@ -105,6 +105,7 @@ type MySQLCluster struct {
 }
 
 // MySQLClusterSpec is the desired state of a MySQLCluster.
+// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap) && (!has(self.bootstrap) || self.bootstrap == oldSelf.bootstrap)",message="bootstrap can only be set when the cluster is created"
 type MySQLClusterSpec struct {
 	// Members is the number of MySQL instances (one primary, the rest replicas).
 	// +kubebuilder:validation:Minimum=1
@@ -200,6 +201,17 @@ type MySQLClusterSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="baseServerId is immutable"
 	// +optional
 	BaseServerID int64 `json:"baseServerId,omitempty"`
+	// Bootstrap fills a new cluster from a backup once it has a primary. It can only be set
+	// when the cluster is created.
+	// +optional
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+}
+
+// BootstrapSpec says where a new cluster's data comes from.
+type BootstrapSpec struct {
+	// FromBackup is a Complete logical MySQLBackup in the cluster's namespace; it is restored
+	// once, through a MySQLRestore named <cluster>-bootstrap.
+	FromBackup LocalReference `json:"fromBackup"`
 }
 
 // SecretKeyRef names one key of a Secret in the object's namespace.

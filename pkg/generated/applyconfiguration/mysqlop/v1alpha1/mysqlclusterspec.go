@@ -68,6 +68,9 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// BaseServerID is added to a member's ordinal to form its server_id. Give clusters that
 	// replicate with each other distinct ranges.
 	BaseServerID *int64 `json:"baseServerId,omitempty"`
+	// Bootstrap fills a new cluster from a backup once it has a primary. It can only be set
+	// when the cluster is created.
+	Bootstrap *BootstrapSpecApplyConfiguration `json:"bootstrap,omitempty"`
 }
 
 // MySQLClusterSpecApplyConfiguration constructs a declarative configuration of the MySQLClusterSpec type for use with
@@ -237,5 +240,13 @@ func (b *MySQLClusterSpecApplyConfiguration) WithPriorityClassName(value string)
 // If called multiple times, the BaseServerID field is set to the value of the last call.
 func (b *MySQLClusterSpecApplyConfiguration) WithBaseServerID(value int64) *MySQLClusterSpecApplyConfiguration {
 	b.BaseServerID = &value
+	return b
+}
+
+// WithBootstrap sets the Bootstrap field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Bootstrap field is set to the value of the last call.
+func (b *MySQLClusterSpecApplyConfiguration) WithBootstrap(value *BootstrapSpecApplyConfiguration) *MySQLClusterSpecApplyConfiguration {
+	b.Bootstrap = value
 	return b
 }
