@@ -208,52 +208,45 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (s *Server) postBackup(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(w, r) {
-		return
+	if req, store, ok := s.jobRequest(w, r, true); ok {
+		s.startJob(w, req, store, s.backups.backup(req, store))
 	}
-	var req BackupRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-		http.Error(w, "bad request body", http.StatusBadRequest)
-		return
-	}
-	if req.ID == "" || (req.Method != executor.Logical && req.Method != executor.Physical) || !objectPattern.MatchString(req.Object) {
-		http.Error(w, "id, method (logical or physical) and object are required", http.StatusBadRequest)
-		return
-	}
-	store, err := storage.New(req.Storage.Config())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	st, code, err := s.backups.start(req.ID, store.Location(req.Object), req.TimeoutSeconds, s.backups.backup(req, store))
-	if err != nil {
-		http.Error(w, err.Error(), code)
-		return
-	}
-	writeJSON(w, code, st)
 }
 
 // postRestore starts a restore of a logical backup into the server. The operator sends it to
 // the primary only, so that the restored data replicates to every replica.
 func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(w, r) {
-		return
+	if req, store, ok := s.jobRequest(w, r, false); ok {
+		s.startJob(w, req, store, s.backups.restore(req, store))
 	}
+}
+
+// jobRequest authenticates and reads a backup or restore request; on a false return the
+// answer was written.
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request, physicalOK bool) (BackupRequest, *storage.Store, bool) {
 	var req BackupRequest
+	if !s.authorized(w, r) {
+		return req, nil, false
+	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
 		http.Error(w, "bad request body", http.StatusBadRequest)
-		return
+		return req, nil, false
 	}
-	if req.ID == "" || req.Method != executor.Logical || !objectPattern.MatchString(req.Object) {
-		http.Error(w, "id, method (logical: physical restores are not supported yet) and object are required", http.StatusBadRequest)
-		return
+	methodOK := req.Method == executor.Logical || (physicalOK && req.Method == executor.Physical)
+	if req.ID == "" || !methodOK || !objectPattern.MatchString(req.Object) {
+		http.Error(w, "id, method (logical, or physical for backups) and object are required", http.StatusBadRequest)
+		return req, nil, false
 	}
 	store, err := storage.New(req.Storage.Config())
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
+		return req, nil, false
 	}
-	st, code, err := s.backups.start(req.ID, store.Location(req.Object), req.TimeoutSeconds, s.backups.restore(req, store))
+	return req, store, true
+}
+
+func (s *Server) startJob(w http.ResponseWriter, req BackupRequest, store *storage.Store, work func(context.Context, *BackupState) error) {
+	st, code, err := s.backups.start(req.ID, store.Location(req.Object), req.TimeoutSeconds, work)
 	if err != nil {
 		http.Error(w, err.Error(), code)
 		return

@@ -17,11 +17,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -90,22 +88,12 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
 	})
-	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
-	})
-	secretInf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().Secrets().Informer()
-	})
-	for _, inf := range backupInf {
-		if err := inf.AddIndexers(cache.Indexers{byCluster: func(obj any) ([]string, error) {
-			b, ok := obj.(*v1alpha1.MySQLBackup)
-			if !ok {
-				return nil, nil
-			}
-			return []string{b.Namespace + "/" + b.Spec.ClusterRef.Name}, nil
-		}}); err != nil {
-			return nil, fmt.Errorf("index backups: %w", err)
-		}
+	clusterInf, secretInf := sqlobject.ClusterCaches(set)
+	if err := sqlobject.AddIndex(backupInf, byCluster, func(obj any) (string, string) {
+		b := obj.(*v1alpha1.MySQLBackup)
+		return b.Namespace, b.Spec.ClusterRef.Name
+	}); err != nil {
+		return nil, err
 	}
 	if resolve == nil {
 		resolve = DNSAgentResolver
@@ -123,12 +111,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	if err := backupInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
 		return nil, fmt.Errorf("watch backups: %w", err)
 	}
-	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(func(key string) {
-		objs, _ := c.index.ByIndex(byCluster, key)
-		for _, o := range objs {
-			sqlobject.Enqueue(c.worker.Queue, o)
-		}
-	})); err != nil {
+	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
@@ -145,14 +128,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if err != nil {
 		return fmt.Errorf("get backup %s: %w", key, err)
 	}
-	b := cached.DeepCopy()
-	if b.DeletionTimestamp != nil {
+	if cached.DeletionTimestamp != nil {
 		return c.finalize(ctx, cached)
 	}
-	if b.Spec.DeletionPolicy == v1alpha1.DeletionDelete && !sqlobject.HasFinalizer(b, v1alpha1.FinalizerBackup) {
-		b.Finalizers = append(b.Finalizers, v1alpha1.FinalizerBackup)
-		if cached, err = c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace).Update(ctx, b, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("add finalizer to backup %s: %w", key, err)
+	if cached.Spec.DeletionPolicy == v1alpha1.DeletionDelete {
+		if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerBackup, c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace).Update); err != nil {
+			return err
 		}
 	}
 	switch cached.Status.Phase {
@@ -220,20 +201,16 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	if err != nil {
 		return c.fail(ctx, cached, status, err.Error())
 	}
-	st, err := client.Backup(ctx, string(cached.UID))
-	if errors.Is(err, agent.ErrBackupNotFound) {
-		return c.fail(ctx, cached, status, "the agent of "+status.Member+" restarted during the backup")
-	}
-	if err != nil {
+	st, failed, err := Poll(ctx, client, string(cached.UID), "backup")
+	switch {
+	case err != nil:
 		// The agent may be restarting; the timeout bounds how long this is retried.
 		return fmt.Errorf("follow backup %s on %s: %w", key, status.Member, err)
-	}
-	switch st.Phase {
-	case agent.BackupRunning:
+	case failed != "":
+		return c.fail(ctx, cached, status, failed)
+	case st == nil:
 		c.worker.Queue.AddAfter(key, pollInterval)
 		return nil
-	case agent.BackupFailed:
-		return c.fail(ctx, cached, status, st.Error)
 	}
 	status.Phase = v1alpha1.JobComplete
 	status.SizeBytes, status.SHA256, status.GTIDPosition, status.Location = st.Size, st.SHA256, st.GTID, st.Location
@@ -285,12 +262,25 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupDeleted, "Deleted %s (deletionPolicy Delete)", cached.Status.Location)
 	}
-	done := cached.DeepCopy()
-	sqlobject.RemoveFinalizer(done, v1alpha1.FinalizerBackup)
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLBackups(done.Namespace).Update(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer of backup %s: %w", klog.KObj(done), err)
+	return sqlobject.RemoveFinalizer(ctx, cached, v1alpha1.FinalizerBackup, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).Update)
+}
+
+// Poll asks the agent about job id (a backup or a restore, named by what). It returns the
+// finished state; or failed, the reason the job failed or was lost (the agent restarted);
+// or neither while the job runs.
+func Poll(ctx context.Context, client *agent.Client, id, what string) (done *agent.BackupState, failed string, err error) {
+	st, err := client.Backup(ctx, id)
+	switch {
+	case errors.Is(err, agent.ErrBackupNotFound):
+		return nil, "the agent restarted during the " + what, nil
+	case err != nil:
+		return nil, "", err
+	case st.Phase == agent.BackupFailed:
+		return nil, st.Error, nil
+	case st.Phase == agent.BackupRunning:
+		return nil, "", nil
 	}
-	return nil
+	return st, "", nil
 }
 
 func (c *Controller) storageConfig(ctx context.Context, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
@@ -374,13 +364,6 @@ func setComplete(st *v1alpha1.MySQLBackupStatus, gen int64, status metav1.Condit
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackup, st *v1alpha1.MySQLBackupStatus) error {
-	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
-		return nil
-	}
-	b := cached.DeepCopy()
-	b.Status = *st
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLBackups(b.Namespace).UpdateStatus(ctx, b, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status of backup %s: %w", klog.KObj(b), err)
-	}
-	return nil
+	return sqlobject.WriteStatus(ctx, cached, st, func(b *v1alpha1.MySQLBackup) *v1alpha1.MySQLBackupStatus { return &b.Status },
+		c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -269,13 +268,6 @@ func setReady(st *v1alpha1.MySQLBackupScheduleStatus, gen int64, ok bool, reason
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackupSchedule, st *v1alpha1.MySQLBackupScheduleStatus) error {
-	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
-		return nil
-	}
-	s := cached.DeepCopy()
-	s.Status = *st
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLBackupSchedules(s.Namespace).UpdateStatus(ctx, s, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status of schedule %s: %w", klog.KObj(s), err)
-	}
-	return nil
+	return sqlobject.WriteStatus(ctx, cached, st, func(s *v1alpha1.MySQLBackupSchedule) *v1alpha1.MySQLBackupScheduleStatus { return &s.Status },
+		c.mysql.MysqlopV1alpha1().MySQLBackupSchedules(cached.Namespace).UpdateStatus)
 }

@@ -7,13 +7,9 @@ package database
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -50,22 +46,12 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	dbInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLDatabases().Informer()
 	})
-	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
-	})
-	secretInf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().Secrets().Informer()
-	})
-	for _, inf := range dbInf {
-		if err := inf.AddIndexers(cache.Indexers{byCluster: func(obj any) ([]string, error) {
-			d, ok := obj.(*v1alpha1.MySQLDatabase)
-			if !ok {
-				return nil, nil
-			}
-			return []string{d.Namespace + "/" + d.Spec.ClusterRef.Name}, nil
-		}}); err != nil {
-			return nil, fmt.Errorf("index databases: %w", err)
-		}
+	clusterInf, secretInf := sqlobject.ClusterCaches(set)
+	if err := sqlobject.AddIndex(dbInf, byCluster, func(obj any) (string, string) {
+		d := obj.(*v1alpha1.MySQLDatabase)
+		return d.Namespace, d.Spec.ClusterRef.Name
+	}); err != nil {
+		return nil, err
 	}
 	if resolve == nil {
 		resolve = resources.DNSResolver
@@ -88,12 +74,7 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	if err := dbInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
 		return nil, fmt.Errorf("watch databases: %w", err)
 	}
-	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(func(key string) {
-		objs, _ := c.index.ByIndex(byCluster, key)
-		for _, o := range objs {
-			sqlobject.Enqueue(c.worker.Queue, o)
-		}
-	})); err != nil {
+	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
@@ -118,12 +99,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if errs := v1alpha1.ValidateDatabase(d); len(errs) > 0 {
 		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
 	}
-	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerDatabase) {
-		withFinalizer := cached.DeepCopy()
-		withFinalizer.Finalizers = append(withFinalizer.Finalizers, v1alpha1.FinalizerDatabase)
-		if cached, err = c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update(ctx, withFinalizer, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("add finalizer to database %s: %w", key, err)
-		}
+	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update); err != nil {
+		return err
 	}
 	in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 	if nr, ok := sqlobject.IsNotReady(err); ok {
@@ -208,12 +185,7 @@ func (c *Controller) finalize(ctx context.Context, cached, d *v1alpha1.MySQLData
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.DatabaseDropped, "Dropped database %s (deletionPolicy Delete)", d.Spec.Name)
 	}
-	done := cached.DeepCopy()
-	sqlobject.RemoveFinalizer(done, v1alpha1.FinalizerDatabase)
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).Update(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer of database %s: %w", klog.KObj(cached), err)
-	}
-	return nil
+	return sqlobject.RemoveFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).Update)
 }
 
 // notReady records a Ready=False condition, with a Warning event on a change of reason.
@@ -228,15 +200,6 @@ func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLDatabas
 
 // writeStatus writes st through the status subresource unless it equals the cached status.
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLDatabase, st *v1alpha1.MySQLDatabaseStatus) error {
-	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
-		return nil
-	}
-	d := cached.DeepCopy()
-	d.Status = *st
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status of database %s: %w", klog.KObj(d), err)
-	}
-	return nil
+	return sqlobject.WriteStatus(ctx, cached, st, func(d *v1alpha1.MySQLDatabase) *v1alpha1.MySQLDatabaseStatus { return &d.Status },
+		c.mysql.MysqlopV1alpha1().MySQLDatabases(cached.Namespace).UpdateStatus)
 }

@@ -9,17 +9,14 @@ package restore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -74,25 +71,18 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
 	})
-	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
-	})
-	secretInf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().Secrets().Informer()
-	})
-	for _, inf := range restoreInf {
-		if err := inf.AddIndexers(cache.Indexers{
-			byBackup: func(obj any) ([]string, error) {
-				r := obj.(*v1alpha1.MySQLRestore)
-				return []string{r.Namespace + "/" + r.Spec.BackupRef.Name}, nil
-			},
-			byCluster: func(obj any) ([]string, error) {
-				r := obj.(*v1alpha1.MySQLRestore)
-				return []string{r.Namespace + "/" + r.Spec.ClusterRef.Name}, nil
-			},
-		}); err != nil {
-			return nil, fmt.Errorf("index restores: %w", err)
-		}
+	clusterInf, secretInf := sqlobject.ClusterCaches(set)
+	if err := sqlobject.AddIndex(restoreInf, byBackup, func(obj any) (string, string) {
+		r := obj.(*v1alpha1.MySQLRestore)
+		return r.Namespace, r.Spec.BackupRef.Name
+	}); err != nil {
+		return nil, err
+	}
+	if err := sqlobject.AddIndex(restoreInf, byCluster, func(obj any) (string, string) {
+		r := obj.(*v1alpha1.MySQLRestore)
+		return r.Namespace, r.Spec.ClusterRef.Name
+	}); err != nil {
+		return nil, err
 	}
 	if resolve == nil {
 		resolve = backup.DNSAgentResolver
@@ -119,18 +109,10 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	if err := restoreInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
 		return nil, fmt.Errorf("watch restores: %w", err)
 	}
-	by := func(index string) func(key string) {
-		return func(key string) {
-			objs, _ := c.index.ByIndex(index, key)
-			for _, o := range objs {
-				sqlobject.Enqueue(c.worker.Queue, o)
-			}
-		}
-	}
-	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(by(byCluster))); err != nil {
+	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
-	onBackup := by(byBackup)
+	onBackup := sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byBackup)
 	if err := backupInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if k, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
@@ -272,19 +254,15 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	if err != nil {
 		return c.fail(ctx, cached, err.Error())
 	}
-	st, err := client.Backup(ctx, string(cached.UID))
-	if errors.Is(err, agent.ErrBackupNotFound) {
-		return c.fail(ctx, cached, "the agent of "+m+" restarted during the restore: the data may be partly loaded")
-	}
-	if err != nil {
+	st, failed, err := backup.Poll(ctx, client, string(cached.UID), "restore")
+	switch {
+	case err != nil:
 		return fmt.Errorf("follow restore %s on %s: %w", key, m, err)
-	}
-	switch st.Phase {
-	case agent.BackupRunning:
+	case failed != "":
+		return c.fail(ctx, cached, failed+" (the data may be partly loaded)")
+	case st == nil:
 		c.worker.Queue.AddAfter(key, pollInterval)
 		return nil
-	case agent.BackupFailed:
-		return c.fail(ctx, cached, st.Error)
 	}
 	status := cached.Status.DeepCopy()
 	status.Phase = v1alpha1.JobComplete
@@ -321,13 +299,6 @@ func setComplete(st *v1alpha1.MySQLRestoreStatus, gen int64, status metav1.Condi
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLRestore, st *v1alpha1.MySQLRestoreStatus) error {
-	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
-		return nil
-	}
-	r := cached.DeepCopy()
-	r.Status = *st
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLRestores(r.Namespace).UpdateStatus(ctx, r, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status of restore %s: %w", klog.KObj(r), err)
-	}
-	return nil
+	return sqlobject.WriteStatus(ctx, cached, st, func(r *v1alpha1.MySQLRestore) *v1alpha1.MySQLRestoreStatus { return &r.Status },
+		c.mysql.MysqlopV1alpha1().MySQLRestores(cached.Namespace).UpdateStatus)
 }

@@ -1,10 +1,15 @@
 package sqlobject
 
 import (
+	"context"
+	"fmt"
 	"slices"
 
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 )
@@ -36,10 +41,55 @@ func SetReady(conds *[]metav1.Condition, generation int64, ready bool, reason, m
 	return transition
 }
 
+// Object is a generated API object: metadata and a typed deep copy.
+type Object[T any] interface {
+	metav1.Object
+	DeepCopy() T
+}
+
+// Update is a typed client's Update or UpdateStatus.
+type Update[T any] func(context.Context, T, metav1.UpdateOptions) (T, error)
+
+// WriteStatus writes st as the status of (a copy of) cached through update, the client's
+// UpdateStatus, unless it equals the cached status. status returns an object's status field.
+// An object that is gone is not an error.
+func WriteStatus[T Object[T], S any](ctx context.Context, cached T, st *S, status func(T) *S, update Update[T]) error {
+	if apiequality.Semantic.DeepEqual(status(cached), st) {
+		return nil
+	}
+	o := cached.DeepCopy()
+	*status(o) = *st
+	if _, err := update(ctx, o, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("write status of %s: %w", klog.KObj(o), err)
+	}
+	return nil
+}
+
 // HasFinalizer reports whether o carries finalizer f.
 func HasFinalizer(o metav1.Object, f string) bool { return slices.Contains(o.GetFinalizers(), f) }
 
-// RemoveFinalizer removes f from o (a copy, never a cached object).
-func RemoveFinalizer(o metav1.Object, f string) {
+// AddFinalizer adds f to (a copy of) cached through update unless it is there, and returns
+// the object as the API server has it.
+func AddFinalizer[T Object[T]](ctx context.Context, cached T, f string, update Update[T]) (T, error) {
+	if HasFinalizer(cached, f) {
+		return cached, nil
+	}
+	o := cached.DeepCopy()
+	o.SetFinalizers(append(slices.Clone(o.GetFinalizers()), f))
+	updated, err := update(ctx, o, metav1.UpdateOptions{})
+	if err != nil {
+		return cached, fmt.Errorf("add finalizer to %s: %w", klog.KObj(o), err)
+	}
+	return updated, nil
+}
+
+// RemoveFinalizer removes f from (a copy of) cached through update; an object that is gone
+// is not an error.
+func RemoveFinalizer[T Object[T]](ctx context.Context, cached T, f string, update Update[T]) error {
+	o := cached.DeepCopy()
 	o.SetFinalizers(slices.DeleteFunc(slices.Clone(o.GetFinalizers()), func(s string) bool { return s == f }))
+	if _, err := update(ctx, o, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer of %s: %w", klog.KObj(o), err)
+	}
+	return nil
 }

@@ -9,11 +9,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
+	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 )
 
@@ -123,5 +126,49 @@ func ObjectHandler(q workqueue.TypedRateLimitingInterface[cache.ObjectName]) cac
 			}
 		},
 		DeleteFunc: func(obj any) { Enqueue(q, obj) },
+	}
+}
+
+// ClusterCaches registers and returns the informers every controller of cluster-bound
+// objects reads: MySQLClusters, and the operator's own Secrets (clusters' credentials).
+func ClusterCaches(set *informerset.Set) (clusters, secrets informerset.Informers) {
+	clusters = set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
+	})
+	secrets = set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().Secrets().Informer()
+	})
+	return clusters, secrets
+}
+
+// AddIndex adds the index name to every informer of infs: the namespace/name that value
+// returns for an object ("" indexes nothing).
+func AddIndex(infs informerset.Informers, name string, value func(obj any) (namespace, ref string)) error {
+	for _, inf := range infs {
+		err := inf.AddIndexers(cache.Indexers{name: func(obj any) ([]string, error) {
+			ns, ref := value(obj)
+			if ref == "" {
+				return nil, nil
+			}
+			return []string{ns + "/" + ref}, nil
+		}})
+		if err != nil {
+			return fmt.Errorf("add index %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// EnqueueIndexed returns a function that enqueues into q every object of indexer whose
+// index value is its argument.
+func EnqueueIndexed(q workqueue.TypedRateLimitingInterface[cache.ObjectName], indexer cache.Indexer, index string) func(value string) {
+	return func(value string) {
+		objs, err := indexer.ByIndex(index, value)
+		if err != nil {
+			return
+		}
+		for _, o := range objs {
+			Enqueue(q, o)
+		}
 	}
 }

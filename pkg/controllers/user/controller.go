@@ -10,13 +10,9 @@ package user
 import (
 	"context"
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -60,16 +56,18 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	userInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLUsers().Informer()
 	})
-	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
-	})
-	secretInf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().Secrets().Informer()
-	})
-	for _, inf := range userInf {
-		if err := inf.AddIndexers(cache.Indexers{bySecret: secretIndex, byCluster: clusterIndex}); err != nil {
-			return nil, fmt.Errorf("index users: %w", err)
-		}
+	clusterInf, secretInf := sqlobject.ClusterCaches(set)
+	if err := sqlobject.AddIndex(userInf, bySecret, func(obj any) (string, string) {
+		u := obj.(*v1alpha1.MySQLUser)
+		return u.Namespace, u.Spec.PasswordSecretRef.Name
+	}); err != nil {
+		return nil, err
+	}
+	if err := sqlobject.AddIndex(userInf, byCluster, func(obj any) (string, string) {
+		u := obj.(*v1alpha1.MySQLUser)
+		return u.Namespace, u.Spec.ClusterRef.Name
+	}); err != nil {
+		return nil, err
 	}
 	if resolve == nil {
 		resolve = resources.DNSResolver
@@ -85,45 +83,19 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		},
 		recorder: recorder,
 	}
-	c.secrets = secretwatch.New(kube, func(s cache.ObjectName) { c.enqueueBy(bySecret, s.String()) })
 	c.worker = sqlobject.Worker{
 		Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
 		Synced: []cache.InformerSynced{userInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced},
 	}
+	bySecretRef := sqlobject.EnqueueIndexed(c.worker.Queue, c.index, bySecret)
+	c.secrets = secretwatch.New(kube, func(s cache.ObjectName) { bySecretRef(s.String()) })
 	if err := userInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
 		return nil, fmt.Errorf("watch users: %w", err)
 	}
-	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(func(key string) { c.enqueueBy(byCluster, key) })); err != nil {
+	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
-}
-
-func secretIndex(obj any) ([]string, error) {
-	u, ok := obj.(*v1alpha1.MySQLUser)
-	if !ok || u.Spec.PasswordSecretRef.Name == "" {
-		return nil, nil
-	}
-	return []string{u.Namespace + "/" + u.Spec.PasswordSecretRef.Name}, nil
-}
-
-func clusterIndex(obj any) ([]string, error) {
-	u, ok := obj.(*v1alpha1.MySQLUser)
-	if !ok {
-		return nil, nil
-	}
-	return []string{u.Namespace + "/" + u.Spec.ClusterRef.Name}, nil
-}
-
-// enqueueBy enqueues the users whose index value is value.
-func (c *Controller) enqueueBy(index, value string) {
-	objs, err := c.index.ByIndex(index, value)
-	if err != nil {
-		return
-	}
-	for _, o := range objs {
-		sqlobject.Enqueue(c.worker.Queue, o)
-	}
 }
 
 // Run watches referenced Secrets and runs workers until ctx is done.
@@ -151,12 +123,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	if errs := v1alpha1.ValidateUser(u); len(errs) > 0 {
 		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
 	}
-	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerUser) {
-		withFinalizer := cached.DeepCopy()
-		withFinalizer.Finalizers = append(withFinalizer.Finalizers, v1alpha1.FinalizerUser)
-		if cached, err = c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update(ctx, withFinalizer, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("add finalizer to user %s: %w", key, err)
-		}
+	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update); err != nil {
+		return err
 	}
 
 	ref := u.Spec.PasswordSecretRef
@@ -244,10 +212,8 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.UserDropped, "Dropped account %s", a)
 	}
-	done := cached.DeepCopy()
-	sqlobject.RemoveFinalizer(done, v1alpha1.FinalizerUser)
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).Update(ctx, done, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("remove finalizer of user %s: %w", klog.KObj(cached), err)
+	if err := sqlobject.RemoveFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).Update); err != nil {
+		return err
 	}
 	c.secrets.Forget(cache.MetaObjectToName(cached).String())
 	return nil
@@ -266,15 +232,6 @@ func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLUser, r
 
 // writeStatus writes st through the status subresource unless it equals the cached status.
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLUser, st *v1alpha1.MySQLUserStatus) error {
-	if apiequality.Semantic.DeepEqual(&cached.Status, st) {
-		return nil
-	}
-	u := cached.DeepCopy()
-	u.Status = *st
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status of user %s: %w", klog.KObj(u), err)
-	}
-	return nil
+	return sqlobject.WriteStatus(ctx, cached, st, func(u *v1alpha1.MySQLUser) *v1alpha1.MySQLUserStatus { return &u.Status },
+		c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus)
 }
