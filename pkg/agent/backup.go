@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,6 +46,9 @@ type BackupRequest struct {
 	Storage StorageConfig `json:"storage"`
 	// TimeoutSeconds bounds the backup; 0 means the agent's own limit.
 	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
+	// SHA256, for a restore, is the stored object's checksum: the object is read once to
+	// verify it before anything is loaded, so a corrupted backup leaves the server as it was.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // StorageConfig is storage.Config as JSON.
@@ -171,6 +176,11 @@ func (b *backups) backup(req BackupRequest, store *storage.Store) func(context.C
 // restore loads a logical backup from object of store into the server.
 func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.Context, *BackupState) error {
 	return func(ctx context.Context, st *BackupState) error {
+		if req.SHA256 != "" {
+			if err := verify(ctx, store, req.Object, req.SHA256); err != nil {
+				return err
+			}
+		}
 		r, err := store.Get(ctx, req.Object)
 		if err != nil {
 			return err
@@ -183,6 +193,23 @@ func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.
 		st.Size = res.Size
 		return err
 	}
+}
+
+// verify reads object and compares its SHA-256 with want.
+func verify(ctx context.Context, store *storage.Store, object, want string) error {
+	r, err := store.Get(ctx, object)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return fmt.Errorf("read %s to verify it: %w", store.Location(object), err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("%s is corrupted: its SHA-256 is %s, the backup recorded %s; nothing was loaded", store.Location(object), got, want)
+	}
+	return nil
 }
 
 func (b *backups) get(id string) (BackupState, bool) {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -154,36 +155,73 @@ func TestBackupsToS3(t *testing.T) {
 	}
 
 	// Restore: the table dropped after the backup comes back, through the primary, on both
-	// members; a physical backup is refused with a clear reason.
-	var rows int
-	if err := servers[0].Admin().DB.QueryRow("SELECT COUNT(*) FROM app.t").Scan(&rows); err != nil {
-		t.Fatal(err)
-	}
+	// members, with the checksum it had; a corrupted or a missing object fails the restore and
+	// leaves the data as it was; a physical backup is refused with a clear reason.
+	sumBefore := checksum(t, servers[0], "app.t")
 	if err := servers[0].Admin().ExecSQL(ctx, "DROP TABLE app.t"); err != nil {
 		t.Fatal(err)
 	}
 	restores := mysql.MysqlopV1alpha1().MySQLRestores(ns)
-	for name, from := range map[string]string{"undo": "nightly", "from-physical": "full"} {
+	restoreFrom := func(name, from string) *v1alpha1.MySQLRestore {
+		t.Helper()
 		r := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, BackupRef: v1alpha1.LocalReference{Name: from}}}
 		if _, err := restores.Create(ctx, r, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		eventually(t, 60*time.Second, "restore "+name+" finished", func(ctx context.Context) (bool, error) {
+			r, err = restores.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && (r.Status.Phase == v1alpha1.JobComplete || r.Status.Phase == v1alpha1.JobFailed), nil
+		})
+		return r
 	}
-	var undo *v1alpha1.MySQLRestore
-	eventually(t, 60*time.Second, "restore finished", func(ctx context.Context) (bool, error) {
-		undo, err = restores.Get(ctx, "undo", metav1.GetOptions{})
-		return err == nil && (undo.Status.Phase == v1alpha1.JobComplete || undo.Status.Phase == v1alpha1.JobFailed), nil
-	})
-	if undo.Status.Phase != v1alpha1.JobComplete || undo.Status.Member != "db-0" {
+	if undo := restoreFrom("undo", "nightly"); undo.Status.Phase != v1alpha1.JobComplete || undo.Status.Member != "db-0" {
 		t.Fatalf("restore status %+v", undo.Status)
 	}
 	for i, s := range servers {
-		eventually(t, 20*time.Second, "restored rows on server "+strconv.Itoa(i), func(ctx context.Context) (bool, error) {
-			var n int
-			err := s.Admin().DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&n)
-			return err == nil && n == rows, nil
+		eventually(t, 20*time.Second, "restored table on server "+strconv.Itoa(i), func(ctx context.Context) (bool, error) {
+			return checksum(t, s, "app.t") == sumBefore, nil
 		})
+	}
+	// Corrupt a second backup's object in the bucket, then restore it: verified first, refused.
+	if _, err := backups.Create(ctx, newBackup(ns, "victim", gw, "s3-credentials"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	victim := waitBackupPhase(t, ns, "victim", v1alpha1.JobComplete, v1alpha1.JobFailed)
+	victimObject := strings.TrimPrefix(victim.Status.Location, "s3://"+s3.Bucket+"/team/")
+	// Truncated to half: a valid start, so that loading it unverified would run its first
+	// statements (drop and re-create the table, part of the rows) before failing.
+	vr, err := store.Get(ctx, victimObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, _ := io.ReadAll(vr)
+	vr.Close()
+	if _, err := store.Put(ctx, victimObject, bytes.NewReader(whole[:len(whole)/2])); err != nil {
+		t.Fatal(err)
+	}
+	if err := servers[0].Admin().ExecSQL(ctx, "INSERT INTO app.t VALUES (1000001, 'after the backups')"); err != nil {
+		t.Fatal(err)
+	}
+	current := checksum(t, servers[0], "app.t")
+	for _, tc := range []struct{ name, want string }{{"corrupted", "corrupted"}, {"missing", "does not exist"}} {
+		if tc.name == "missing" {
+			if err := store.Delete(ctx, victimObject); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r := restoreFrom("from-"+tc.name, "victim")
+		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionComplete)
+		if r.Status.Phase != v1alpha1.JobFailed || c == nil || !strings.Contains(c.Message, tc.want) {
+			t.Errorf("restore of a %s object: %+v", tc.name, r.Status)
+		}
+		if got := checksum(t, servers[0], "app.t"); got != current {
+			t.Errorf("restore of a %s object changed the data", tc.name)
+		}
+	}
+	if _, err := restores.Create(ctx, &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "from-physical", Namespace: ns},
+		Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, BackupRef: v1alpha1.LocalReference{Name: "full"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "physical restore refused", func(ctx context.Context) (bool, error) {
 		r, err := restores.Get(ctx, "from-physical", metav1.GetOptions{})
@@ -291,4 +329,15 @@ func TestBackupsToS3(t *testing.T) {
 	if left, _ := backups.List(ctx, metav1.ListOptions{LabelSelector: "mysqlop.io/backup-schedule=frequent"}); len(left.Items) == 0 {
 		t.Error("deleting the schedule deleted its backups")
 	}
+}
+
+// checksum is CHECKSUM TABLE of table on s ("" when the table is missing).
+func checksum(t *testing.T, s *mariadb.Server, table string) string {
+	t.Helper()
+	var name string
+	var sum *int64
+	if err := s.Admin().DB.QueryRow("CHECKSUM TABLE "+table).Scan(&name, &sum); err != nil || sum == nil {
+		return ""
+	}
+	return strconv.FormatInt(*sum, 10)
 }

@@ -4,7 +4,8 @@
 // GTID position and times. With deletionPolicy Delete a finalizer removes the stored object
 // when the MySQLBackup is deleted; the default, Retain, keeps it.
 //
-// Phases: Pending (waiting for the cluster, a ready member or the storage Secret) ->
+// Phases: Pending (waiting for the cluster, a ready member, the storage Secret, or another
+// backup of the cluster to finish: one runs at a time) -> Scheduled (member chosen) ->
 // Running (the agent took it) -> Complete | Failed. A Complete or Failed backup is never
 // run again: a new backup is a new object.
 package backup
@@ -14,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +83,11 @@ type Controller struct {
 	recorder record.EventRecorder
 	worker   sqlobject.Worker
 	now      func() time.Time
+
+	// mu guards running: the backup each cluster runs, as this process started it (the cache
+	// can lag behind the status it wrote).
+	mu      sync.Mutex
+	running map[string]cache.ObjectName
 }
 
 // New registers the controller's informers with set and returns the controller.
@@ -105,6 +112,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		clusters: listers.NewMySQLClusterLister(clusterInf.Indexer()),
 		secrets:  corelisters.NewSecretLister(secretInf.Indexer()),
 		resolve:  resolve, recorder: recorder, now: time.Now,
+		running: map[string]cache.ObjectName{},
 	}
 	c.worker = sqlobject.Worker{Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
 		Synced: []cache.InformerSynced{backupInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced}}
@@ -138,10 +146,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	switch cached.Status.Phase {
 	case v1alpha1.JobComplete, v1alpha1.JobFailed:
+		c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, key)
 		return nil
 	case v1alpha1.JobRunning:
 		return c.follow(ctx, key, cached)
 	}
+	// Pending, or Scheduled by a process that stopped before the agent answered: start (the
+	// agent knows a backup it already took by its ID).
 	return c.start(ctx, key, cached)
 }
 
@@ -168,10 +179,23 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	if err != nil {
 		return c.pending(ctx, cached, err.Error())
 	}
+	clusterKey := cached.Namespace + "/" + cl.Name
+	if other, busy := c.claim(clusterKey, key); busy {
+		c.worker.Queue.AddAfter(key, pollInterval)
+		return c.pending(ctx, cached, fmt.Sprintf("waiting for MySQLBackup %s of the cluster to finish: one backup runs at a time", other.Name))
+	}
+	scheduled := cached.Status.DeepCopy()
+	scheduled.Phase, scheduled.Member = v1alpha1.JobScheduled, member
+	setComplete(scheduled, cached.Generation, metav1.ConditionUnknown, ReasonWaiting, "Scheduled on member "+member)
+	if err := c.writeStatus(ctx, cached, scheduled); err != nil {
+		c.release(clusterKey, key)
+		return err
+	}
 	req := agent.BackupRequest{ID: string(cached.UID), Method: string(method(cached)), Object: ObjectName(cached), Storage: store,
 		TimeoutSeconds: int64(timeout(cached).Seconds())}
 	st, err := client.StartBackup(ctx, req)
 	if err != nil {
+		c.release(clusterKey, key)
 		_ = c.pending(ctx, cached, fmt.Sprintf("member %s did not take the backup: %v", member, err))
 		return fmt.Errorf("start backup %s on %s: %w", key, member, err)
 	}
@@ -184,6 +208,40 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	setComplete(status, cached.Generation, metav1.ConditionUnknown, ReasonRunning, "Member "+member+" is taking the backup")
 	c.worker.Queue.AddAfter(key, pollInterval)
 	return c.writeStatus(ctx, cached, status)
+}
+
+// claim records key as the backup cluster runs, unless another backup of it runs (by this
+// process's record or by the cache); it returns that one.
+func (c *Controller) claim(cluster string, key cache.ObjectName) (cache.ObjectName, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if other, ok := c.running[cluster]; ok && other != key {
+		if b, err := c.backups.MySQLBackups(other.Namespace).Get(other.Name); err == nil && !finished(b) {
+			return other, true
+		}
+	}
+	objs, _ := c.index.ByIndex(byCluster, cluster)
+	for _, o := range objs {
+		b := o.(*v1alpha1.MySQLBackup)
+		if b.Name != key.Name && (b.Status.Phase == v1alpha1.JobRunning || b.Status.Phase == v1alpha1.JobScheduled) {
+			return cache.MetaObjectToName(b), true
+		}
+	}
+	c.running[cluster] = key
+	return cache.ObjectName{}, false
+}
+
+// release forgets key as its cluster's running backup.
+func (c *Controller) release(cluster string, key cache.ObjectName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running[cluster] == key {
+		delete(c.running, cluster)
+	}
+}
+
+func finished(b *v1alpha1.MySQLBackup) bool {
+	return b.DeletionTimestamp != nil || b.Status.Phase == v1alpha1.JobComplete || b.Status.Phase == v1alpha1.JobFailed
 }
 
 // follow polls the agent until the backup ends, or fails it past its timeout or when the
@@ -221,6 +279,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	msg := fmt.Sprintf("Stored %d bytes at %s, consistent with GTID %s", st.Size, st.Location, st.GTID)
 	setComplete(status, cached.Generation, metav1.ConditionTrue, ReasonCompleted, msg)
 	c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupCompleted, msg)
+	c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, key)
 	return c.writeStatus(ctx, cached, status)
 }
 
@@ -230,6 +289,7 @@ func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLBackup, sta
 	status.CompletionTime = &now
 	setComplete(status, cached.Generation, metav1.ConditionFalse, ReasonFailed, msg)
 	c.recorder.Event(cached, corev1.EventTypeWarning, events.BackupFailed, msg)
+	c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, cache.MetaObjectToName(cached))
 	return c.writeStatus(ctx, cached, status)
 }
 

@@ -227,7 +227,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		return c.pending(ctx, cached, err.Error())
 	}
 	st, err := client.StartRestore(ctx, agent.BackupRequest{ID: string(cached.UID), Method: string(v1alpha1.BackupLogical),
-		Object: backup.ObjectName(bk), Storage: store})
+		Object: backup.ObjectName(bk), Storage: store, SHA256: bk.Status.SHA256})
 	if err != nil {
 		_ = c.pending(ctx, cached, fmt.Sprintf("primary %s did not take the restore: %v", cl.Status.Primary, err))
 		return fmt.Errorf("start restore %s on %s: %w", key, cl.Status.Primary, err)
