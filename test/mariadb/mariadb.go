@@ -67,6 +67,9 @@ type Options struct {
 	// helper's command line sets datadir, socket, port, bind address and server_id, which
 	// take precedence over the file.
 	MyCnf string
+	// DataDir, when set, is copied as the datadir of every server instead of initialising an
+	// empty one (for example a prepared physical backup).
+	DataDir string
 }
 
 // Binary is the server binary the helper runs.
@@ -122,8 +125,11 @@ func Start(t T, n int, o Options) []*Server {
 		}
 		install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+s.dataDir(), "--tmpdir="+s.tmpDir(),
 			"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
+		if o.DataDir != "" {
+			install = exec.Command("cp", "-a", o.DataDir, s.dataDir())
+		}
 		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("mariadb-install-db: %v\n%s", err, out)
+			t.Fatalf("%s: %v\n%s", install.Args[0], err, out)
 		}
 		s.start(bin, true)
 		t.Cleanup(s.Stop)
