@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,7 +35,7 @@ const myCnf = "[mysqld]\nlog_bin = binlog\nlog_slave_updates = ON\ngtid_strict_m
 type row struct {
 	what              string
 	data, stored      int64
-	took              time.Duration
+	took, raw         time.Duration
 	rssMiB, toolRSSMB float64
 }
 
@@ -74,13 +75,18 @@ func run(t *benchutil.T, size int64) error {
 	for _, method := range []string{executor.Logical, executor.Physical} {
 		req := executor.Request{Flavor: mysql.MariaDB, Method: method, Socket: servers[0].Socket, DataDir: filepath.Join(servers[0].Dir, "data"),
 			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()}
+		raw, err := rawTool(ctx, t, servers[0], method)
+		if err != nil {
+			return err
+		}
 		resetPeak()
 		start := time.Now()
 		res, err := executor.Run(ctx, req, func(r io.Reader) error { _, err := store.Put(ctx, method, r); return err })
 		if err != nil {
 			return err
 		}
-		rows = append(rows, row{what: method + " backup", data: data, stored: res.Size, took: time.Since(start), rssMiB: peakRSSMiB(), toolRSSMB: float64(res.ToolMaxRSS) / (1 << 20)})
+		rows = append(rows, row{what: method + " backup", data: data, stored: res.Size, took: time.Since(start), raw: raw,
+			rssMiB: peakRSSMiB(), toolRSSMB: float64(res.ToolMaxRSS) / (1 << 20)})
 	}
 	r, err := store.Get(ctx, executor.Logical)
 	if err != nil {
@@ -105,13 +111,49 @@ func run(t *benchutil.T, size int64) error {
 		return fmt.Errorf("count restored rows: %w", err)
 	}
 
-	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | operator-side peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool to a local file | time / raw | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
-			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), r.rssMiB, r.toolRSSMB)
+		raw, ratio := "-", "-"
+		if r.raw > 0 {
+			raw, ratio = r.raw.Round(100*time.Millisecond).String(), fmt.Sprintf("%.2f", r.took.Seconds()/r.raw.Seconds())
+		}
+		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %s | %s | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
+			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), raw, ratio, r.rssMiB, r.toolRSSMB)
 	}
 	fmt.Printf("\nrestored rows: %d\n", got)
 	return nil
+}
+
+// rawTool runs the backup tool alone, its output to a local file without compression, with
+// the executor's options, and returns how long it took: the baseline of the table's ratio.
+func rawTool(ctx context.Context, t *benchutil.T, s *mariadb.Server, method string) (time.Duration, error) {
+	dir := t.TempDir()
+	opt := filepath.Join(dir, "client.cnf")
+	cnf := fmt.Sprintf("[client]\nuser=%s\npassword=%s\nsocket=%s\n", mariadb.AdminUser, mariadb.AdminPassword, s.Socket)
+	if err := os.WriteFile(opt, []byte(cnf), 0o600); err != nil {
+		return 0, err
+	}
+	args := []string{"--defaults-extra-file=" + opt, "--single-transaction", "--master-data=2", "--gtid", "--all-databases",
+		"--ignore-database=mysql", "--routines", "--events", "--triggers", "--hex-blob", "--quick"}
+	name := "mariadb-dump"
+	if method == executor.Physical {
+		name = "mariadb-backup"
+		args = []string{"--defaults-extra-file=" + opt, "--backup", "--stream=xbstream", "--datadir=" + filepath.Join(s.Dir, "data"),
+			"--target-dir=" + filepath.Join(dir, "target")}
+	}
+	out, err := os.Create(filepath.Join(dir, "raw"))
+	if err != nil {
+		return 0, err
+	}
+	defer out.Close()
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("%s: %w: %s", name, err, stderr.String())
+	}
+	return time.Since(start), nil
 }
 
 // randomHex is 896 characters of random hex per row: it compresses to about half, like text
