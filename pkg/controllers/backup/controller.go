@@ -187,7 +187,8 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	scheduled := cached.Status.DeepCopy()
 	scheduled.Phase, scheduled.Member = v1alpha1.JobScheduled, member
 	setComplete(scheduled, cached.Generation, metav1.ConditionUnknown, ReasonWaiting, "Scheduled on member "+member)
-	if err := c.writeStatus(ctx, cached, scheduled); err != nil {
+	cached, err = sqlobject.UpdateStatus(ctx, cached, scheduled, backupStatus, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
+	if err != nil {
 		c.release(clusterKey, key)
 		return err
 	}
@@ -424,6 +425,7 @@ func setComplete(st *v1alpha1.MySQLBackupStatus, gen int64, status metav1.Condit
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackup, st *v1alpha1.MySQLBackupStatus) error {
-	return sqlobject.WriteStatus(ctx, cached, st, func(b *v1alpha1.MySQLBackup) *v1alpha1.MySQLBackupStatus { return &b.Status },
-		c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
+	return sqlobject.WriteStatus(ctx, cached, st, backupStatus, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
 }
+
+func backupStatus(b *v1alpha1.MySQLBackup) *v1alpha1.MySQLBackupStatus { return &b.Status }

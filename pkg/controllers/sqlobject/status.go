@@ -54,15 +54,26 @@ type Update[T any] func(context.Context, T, metav1.UpdateOptions) (T, error)
 // UpdateStatus, unless it equals the cached status. status returns an object's status field.
 // An object that is gone is not an error.
 func WriteStatus[T Object[T], S any](ctx context.Context, cached T, st *S, status func(T) *S, update Update[T]) error {
+	_, err := UpdateStatus(ctx, cached, st, status, update)
+	return err
+}
+
+// UpdateStatus is WriteStatus that also returns the object as written (cached itself when
+// nothing was written), for a caller that writes again in the same reconcile.
+func UpdateStatus[T Object[T], S any](ctx context.Context, cached T, st *S, status func(T) *S, update Update[T]) (T, error) {
 	if apiequality.Semantic.DeepEqual(status(cached), st) {
-		return nil
+		return cached, nil
 	}
 	o := cached.DeepCopy()
 	*status(o) = *st
-	if _, err := update(ctx, o, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("write status of %s: %w", klog.KObj(o), err)
+	updated, err := update(ctx, o, metav1.UpdateOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return cached, nil
+		}
+		return cached, fmt.Errorf("write status of %s: %w", klog.KObj(o), err)
 	}
-	return nil
+	return updated, nil
 }
 
 // HasFinalizer reports whether o carries finalizer f.
