@@ -184,6 +184,28 @@ func TestUsersAndDatabasesOnMariaDB(t *testing.T) {
 		t.Errorf("kubectl get myu,mydb: %v\n%s", err, out)
 	}
 
+	// A second MySQLUser for the same account changes nothing and says who owns it; deleting
+	// it leaves the account alone.
+	dup := newUser(ns, "app-again", "app-password", v1alpha1.Grant{Privileges: []string{"ALL"}, Database: "app"})
+	dup.Spec.User = "app"
+	if _, err := users.Create(ctx, dup, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUserReady(t, ns, "app-again", "Conflict")
+	if st := accountOn(t, servers[0], "app"); !reflect.DeepEqual(st.Grants, grantsOf(t, rw)) {
+		t.Fatalf("a conflicting MySQLUser changed the grants: %+v", st.Grants)
+	}
+	if err := users.Delete(ctx, "app-again", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "conflicting user deleted", func(ctx context.Context) (bool, error) {
+		_, err := users.Get(ctx, "app-again", metav1.GetOptions{})
+		return gone(ctx, err)
+	})
+	if accountOn(t, servers[0], "app") == nil {
+		t.Fatal("deleting the conflicting MySQLUser dropped the account")
+	}
+
 	// Rotation through the Secret.
 	putSecret(t, ns, "app-password", "second-Pa55")
 	eventually(t, 30*time.Second, "password rotated", func(context.Context) (bool, error) {

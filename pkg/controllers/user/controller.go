@@ -89,6 +89,18 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	}
 	bySecretRef := sqlobject.EnqueueIndexed(c.worker.Queue, c.index, bySecret)
 	c.secrets = secretwatch.New(kube, func(s cache.ObjectName) { bySecretRef(s.String()) })
+	// A deleted user frees its account for another MySQLUser naming it.
+	siblings := sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster)
+	if err := userInf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if u, ok := obj.(*v1alpha1.MySQLUser); ok {
+			siblings(u.Namespace + "/" + u.Spec.ClusterRef.Name)
+		}
+	}}); err != nil {
+		return nil, fmt.Errorf("watch users: %w", err)
+	}
 	if err := userInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
 		return nil, fmt.Errorf("watch users: %w", err)
 	}
@@ -96,6 +108,33 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
+}
+
+// ReasonConflict: another MySQLUser already manages the same account of the cluster.
+const ReasonConflict = "Conflict"
+
+// accountOwner returns the name of the MySQLUser that manages u's account: of the objects
+// naming the same cluster, user and host, the oldest (then the first by name).
+func (c *Controller) accountOwner(u *v1alpha1.MySQLUser) string {
+	objs, err := c.index.ByIndex(byCluster, u.Namespace+"/"+u.Spec.ClusterRef.Name)
+	if err != nil {
+		return u.Name
+	}
+	owner := u
+	for _, o := range objs {
+		other := o.(*v1alpha1.MySQLUser).DeepCopy()
+		v1alpha1.SetUserDefaults(other)
+		// One being deleted still owns the account until it is gone: its finalizer may be
+		// dropping it.
+		if other.Spec.User != u.Spec.User || other.Spec.Host != u.Spec.Host {
+			continue
+		}
+		if other.CreationTimestamp.Before(&owner.CreationTimestamp) ||
+			(other.CreationTimestamp.Equal(&owner.CreationTimestamp) && other.Name < owner.Name) {
+			owner = other
+		}
+	}
+	return owner.Name
 }
 
 // Run watches referenced Secrets and runs workers until ctx is done.
@@ -122,6 +161,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	if errs := v1alpha1.ValidateUser(u); len(errs) > 0 {
 		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+	}
+	if owner := c.accountOwner(u); owner != u.Name {
+		// The older MySQLUser owns the account: two objects setting one account's password and
+		// grants would undo each other. Nothing is changed; deleting the owner frees it.
+		return c.notReady(ctx, cached, ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), events.InvalidSpec)
 	}
 	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update); err != nil {
 		return err
@@ -192,9 +236,11 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 	if err != nil {
 		return err
 	}
-	switch {
+	switch owner := c.accountOwner(u); {
 	case gone:
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "MySQLCluster %s is gone: nothing to drop", u.Spec.ClusterRef.Name)
+	case owner != u.Name:
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s: MySQLUser %s manages it", a, owner)
 	case u.Spec.DeletionPolicy == v1alpha1.DeletionRetain:
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s (deletionPolicy Retain)", a)
 	default:
