@@ -52,8 +52,22 @@ func TestParseShowGrants(t *testing.T) {
 }
 
 func TestGrantsAddRejectsInjection(t *testing.T) {
-	if err := (Grants{}).Add(app, []string{"SELECT ON *.* TO x; DROP"}, false); err == nil {
-		t.Fatal("a privilege with SQL in it was accepted")
+	for _, bad := range [][]string{{"SELECT ON *.* TO x; DROP"}, {"SELECT; DROP TABLE x"}, {"ALL PRIVILEGES", "1"}} {
+		if err := (Grants{}).Add(app, bad, false); err == nil {
+			t.Errorf("privileges %q: want an error", bad)
+		}
+	}
+}
+
+// Privileges are normalised and identifiers quoted, since neither can be an argument.
+func TestGrantStatementQuotes(t *testing.T) {
+	g := Grants{}
+	if err := g.Add(Scope{Database: "app`db", Table: "*"}, []string{"select", "insert", "show  view"}, true); err != nil {
+		t.Fatal(err)
+	}
+	s := DiffGrants(Account{User: "u", Host: "%"}, Grants{}, g)
+	if len(s) != 1 || s[0].Query != "GRANT INSERT, SELECT, SHOW VIEW ON `app``db`.* TO ?@? WITH GRANT OPTION" {
+		t.Errorf("statements %+v", s)
 	}
 }
 

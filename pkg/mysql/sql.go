@@ -12,7 +12,6 @@ package mysql
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -186,8 +185,6 @@ func ClientConnections(exceptUsers ...string) Statement {
 // KillConnection ends one connection.
 func KillConnection(id uint64) string { return fmt.Sprintf("KILL CONNECTION %d", id) }
 
-var privilegePattern = regexp.MustCompile(`^[A-Z][A-Z ]*[A-Z]$`)
-
 // CreateUser creates user@host with password unless it exists.
 func CreateUser(user, host, password string) Statement {
 	return Statement{Query: "CREATE USER IF NOT EXISTS ?@? IDENTIFIED BY ?", Args: []any{user, host, password}, Sensitive: true}
@@ -196,27 +193,6 @@ func CreateUser(user, host, password string) Statement {
 // AlterUserPassword sets the password of user@host.
 func AlterUserPassword(user, host, password string) Statement {
 	return Statement{Query: "ALTER USER ?@? IDENTIFIED BY ?", Args: []any{user, host, password}, Sensitive: true}
-}
-
-// Grant grants privileges on database.table ("*" for all) to user@host. Privileges are
-// checked against a strict pattern and identifiers are quoted, since neither can be an argument.
-func Grant(privileges []string, database, table, user, host string, grantOption bool) (Statement, error) {
-	if len(privileges) == 0 {
-		return Statement{}, fmt.Errorf("grant to %s: no privileges", user)
-	}
-	privs := make([]string, len(privileges))
-	for i, p := range privileges {
-		p = strings.ToUpper(strings.Join(strings.Fields(p), " "))
-		if !privilegePattern.MatchString(p) {
-			return Statement{}, fmt.Errorf("grant to %s: invalid privilege %q", user, privileges[i])
-		}
-		privs[i] = p
-	}
-	q := fmt.Sprintf("GRANT %s ON %s.%s TO ?@?", strings.Join(privs, ", "), quoteIdentOrStar(database), quoteIdentOrStar(table))
-	if grantOption {
-		q += " WITH GRANT OPTION"
-	}
-	return Statement{Query: q, Args: []any{user, host}}, nil
 }
 
 // QuoteIdent quotes a schema object name with backticks.

@@ -53,18 +53,3 @@ func TestSemiSyncNeverFallsBack(t *testing.T) {
 		t.Errorf("wait count %v", s.Args)
 	}
 }
-
-func TestGrant(t *testing.T) {
-	s, err := Grant([]string{"select", "insert", "show  view"}, "app`db", "*", "u", "%", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Query != "GRANT SELECT, INSERT, SHOW VIEW ON `app``db`.* TO ?@? WITH GRANT OPTION" {
-		t.Errorf("query %q", s.Query)
-	}
-	for _, bad := range [][]string{nil, {"SELECT; DROP TABLE x"}, {"ALL PRIVILEGES", "1"}} {
-		if _, err := Grant(bad, "*", "*", "u", "%", false); err == nil {
-			t.Errorf("privileges %q: want an error", bad)
-		}
-	}
-}
