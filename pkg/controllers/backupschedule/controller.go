@@ -209,7 +209,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	switch {
 	case p.Skipped:
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupSkipped, "Skipped the backup due at %s: %v still running (concurrencyPolicy Forbid)", p.Due.UTC().Format(time.RFC3339), p.Active)
-		status.LastScheduleTime = &metav1.Time{Time: lastDue(sched, last, now)}
+		status.LastScheduleTime = &metav1.Time{Time: p.Due}
 	case !p.Due.IsZero():
 		name, err := c.create(ctx, cached, p.Due)
 		if err != nil {
@@ -228,15 +228,6 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		c.worker.Queue.AddAfter(key, p.Next.Sub(now)+100*time.Millisecond)
 	}
 	return c.writeStatus(ctx, cached, status)
-}
-
-// lastDue is the most recent scheduled time at or before now after last.
-func lastDue(sched cron.Schedule, last, now time.Time) time.Time {
-	due := last
-	for t, n := sched.Next(last), 0; !t.IsZero() && !t.After(now) && n < 100000; t, n = sched.Next(t), n+1 {
-		due = t
-	}
-	return due
 }
 
 // create makes the backup due at t. Its name is derived from t, so a retry after a crash

@@ -17,9 +17,10 @@ const keepFailed = 3
 
 // plan is what one reconcile of a schedule does.
 type plan struct {
-	// Due is the scheduled time of a backup to create now; zero when none is due.
+	// Due is the most recent scheduled time not handled yet; zero when none is due or the
+	// schedule is suspended. A backup is created for it unless Skipped.
 	Due time.Time
-	// Skipped is true when a due backup is not created because one still runs (Forbid).
+	// Skipped is true when the due backup is not created because one still runs (Forbid).
 	Skipped bool
 	// Replace lists running backups to delete before creating the due one (Replace).
 	Replace []string
@@ -77,24 +78,22 @@ func decide(now, last time.Time, sched Schedule, spec *v1alpha1.MySQLBackupSched
 		}
 	}
 
-	due := time.Time{}
-	for t, n := sched.Next(last), 0; !t.IsZero() && !t.After(now) && n < 100000; t, n = sched.Next(t), n+1 {
-		due = t
-	}
 	p.Next = sched.Next(now)
-	if due.IsZero() || spec.Suspend {
+	if spec.Suspend {
 		return p
 	}
-	if len(p.Active) > 0 {
-		switch spec.ConcurrencyPolicy {
-		case v1alpha1.ConcurrencyAllow:
-		case v1alpha1.ConcurrencyReplace:
-			p.Replace = p.Active
-		default: // Forbid
-			p.Skipped = true
-			return p
-		}
+	for t, n := sched.Next(last), 0; !t.IsZero() && !t.After(now) && n < 100000; t, n = sched.Next(t), n+1 {
+		p.Due = t
 	}
-	p.Due = due
+	if p.Due.IsZero() || len(p.Active) == 0 {
+		return p
+	}
+	switch spec.ConcurrencyPolicy {
+	case v1alpha1.ConcurrencyAllow:
+	case v1alpha1.ConcurrencyReplace:
+		p.Replace = p.Active
+	default: // Forbid
+		p.Skipped = true
+	}
 	return p
 }

@@ -49,7 +49,7 @@ func TestDecide(t *testing.T) {
 			plan{Next: t0.Add(2 * time.Hour)}},
 		{"forbid while one runs", t0.Add(time.Hour), t0, v1alpha1.MySQLBackupScheduleSpec{},
 			[]*v1alpha1.MySQLBackup{bk("r", v1alpha1.JobRunning, 0)},
-			plan{Skipped: true, Active: []string{"r"}, Next: t0.Add(2 * time.Hour)}},
+			plan{Due: t0.Add(time.Hour), Skipped: true, Active: []string{"r"}, Next: t0.Add(2 * time.Hour)}},
 		{"replace", t0.Add(time.Hour), t0, v1alpha1.MySQLBackupScheduleSpec{ConcurrencyPolicy: v1alpha1.ConcurrencyReplace},
 			[]*v1alpha1.MySQLBackup{bk("r", v1alpha1.JobPending, 0)},
 			plan{Due: t0.Add(time.Hour), Replace: []string{"r"}, Active: []string{"r"}, Next: t0.Add(2 * time.Hour)}},
