@@ -76,16 +76,12 @@ func maxRSS(cmd *exec.Cmd) int64 {
 func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, optFile, err := optionFile(req, "backup-")
+	cmd, cleanup, err := BackupCommand(ctx, req)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	name, args, err := command(req, optFile, dir)
-	if err != nil {
-		return Result{}, err
-	}
-	cmd := exec.CommandContext(ctx, name, args...)
+	defer cleanup()
+	name := cmd.Args[0]
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return Result{}, err
@@ -140,6 +136,22 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 		res.GTID = physicalGTID(stderr.String())
 	}
 	return res, nil
+}
+
+// BackupCommand returns the backup tool's command for req, writing its stream to stdout, and
+// a cleanup that removes its option file and scratch directory. Run runs it; the backup
+// benchmark runs it alone as its baseline.
+func BackupCommand(ctx context.Context, req Request) (*exec.Cmd, func(), error) {
+	dir, optFile, err := optionFile(req, "backup-")
+	if err != nil {
+		return nil, nil, err
+	}
+	name, args, err := command(req, optFile, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return exec.CommandContext(ctx, name, args...), func() { os.RemoveAll(dir) }, nil
 }
 
 // optionFile writes the client option file into a new private directory under req.TmpDir.

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -75,7 +74,7 @@ func run(t *benchutil.T, size int64) error {
 	for _, method := range []string{executor.Logical, executor.Physical} {
 		req := executor.Request{Flavor: mysql.MariaDB, Method: method, Socket: servers[0].Socket, DataDir: filepath.Join(servers[0].Dir, "data"),
 			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()}
-		raw, err := rawTool(ctx, t, servers[0], method)
+		raw, err := rawTool(ctx, t, req)
 		if err != nil {
 			return err
 		}
@@ -124,34 +123,24 @@ func run(t *benchutil.T, size int64) error {
 	return nil
 }
 
-// rawTool runs the backup tool alone, its output to a local file without compression, with
-// the executor's options, and returns how long it took: the baseline of the table's ratio.
-func rawTool(ctx context.Context, t *benchutil.T, s *mariadb.Server, method string) (time.Duration, error) {
-	dir := t.TempDir()
-	opt := filepath.Join(dir, "client.cnf")
-	cnf := fmt.Sprintf("[client]\nuser=%s\npassword=%s\nsocket=%s\n", mariadb.AdminUser, mariadb.AdminPassword, s.Socket)
-	if err := os.WriteFile(opt, []byte(cnf), 0o600); err != nil {
+// rawTool runs the executor's backup command alone, its output to a local file without
+// compression, and returns how long it took: the baseline of the table's ratio.
+func rawTool(ctx context.Context, t *benchutil.T, req executor.Request) (time.Duration, error) {
+	cmd, cleanup, err := executor.BackupCommand(ctx, req)
+	if err != nil {
 		return 0, err
 	}
-	args := []string{"--defaults-extra-file=" + opt, "--single-transaction", "--master-data=2", "--gtid", "--all-databases",
-		"--ignore-database=mysql", "--routines", "--events", "--triggers", "--hex-blob", "--quick"}
-	name := "mariadb-dump"
-	if method == executor.Physical {
-		name = "mariadb-backup"
-		args = []string{"--defaults-extra-file=" + opt, "--backup", "--stream=xbstream", "--datadir=" + filepath.Join(s.Dir, "data"),
-			"--target-dir=" + filepath.Join(dir, "target")}
-	}
-	out, err := os.Create(filepath.Join(dir, "raw"))
+	defer cleanup()
+	out, err := os.Create(filepath.Join(t.TempDir(), "raw"))
 	if err != nil {
 		return 0, err
 	}
 	defer out.Close()
 	var stderr strings.Builder
-	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdout, cmd.Stderr = out, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%s: %w: %s", name, err, stderr.String())
+		return 0, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
 	}
 	return time.Since(start), nil
 }
