@@ -156,9 +156,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		Clustering:         o.Clustering,
 		ClusteringInterval: o.ClusteringInterval,
 	}
-	if f := o.MemberAddress; f != nil {
-		cfg.Resolve = func(c *v1alpha1.MySQLCluster, pod string) (string, int) { return f(c.Namespace, c.Name, pod) }
-	}
+	cfg.Resolve = resolver(o.MemberAddress)
 	clusters, err := cluster.New(kube, mysql, set, recorder, cfg)
 	if err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
@@ -171,10 +169,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("set up database controller: %w", err)
 	}
-	var agentAddress backup.AgentResolver
-	if f := o.AgentAddress; f != nil {
-		agentAddress = func(c *v1alpha1.MySQLCluster, pod string) (string, int) { return f(c.Namespace, c.Name, pod) }
-	}
+	agentAddress := resolver(o.AgentAddress)
 	backups, err := backup.New(kube, mysql, set, recorder, agentAddress)
 	if err != nil {
 		return fmt.Errorf("set up backup controller: %w", err)
@@ -218,6 +213,15 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// resolver adapts an address hook of the options to a resources.Resolver; nil stays nil, so
+// that each controller uses its DNS default.
+func resolver(f func(namespace, cluster, pod string) (string, int)) resources.Resolver {
+	if f == nil {
+		return nil
+	}
+	return func(c *v1alpha1.MySQLCluster, pod string) (string, int) { return f(c.Namespace, c.Name, pod) }
 }
 
 func healthMux(ready *atomic.Bool) *http.ServeMux {

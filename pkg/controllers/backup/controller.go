@@ -62,9 +62,6 @@ const (
 	ReasonFailed    = "Failed"
 )
 
-// AgentResolver returns the address of a member's agent API.
-type AgentResolver func(c *v1alpha1.MySQLCluster, pod string) (host string, port int)
-
 // DNSAgentResolver reaches agents by the members' stable DNS names.
 func DNSAgentResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
 	host, _ := resources.DNSResolver(c, pod)
@@ -79,7 +76,7 @@ type Controller struct {
 	index    cache.Indexer
 	clusters listers.MySQLClusterLister
 	secrets  corelisters.SecretLister
-	resolve  AgentResolver
+	resolve  resources.Resolver
 	recorder record.EventRecorder
 	worker   sqlobject.Worker
 	now      func() time.Time
@@ -91,7 +88,7 @@ type Controller struct {
 }
 
 // New registers the controller's informers with set and returns the controller.
-func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve AgentResolver) (*Controller, error) {
+func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve resources.Resolver) (*Controller, error) {
 	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
 	})
@@ -170,12 +167,12 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		c.worker.Queue.AddAfter(key, waitInterval)
 		return c.pending(ctx, cached, why)
 	}
-	store, err := c.storageConfig(ctx, cached)
+	store, err := StorageConfig(ctx, c.kube, cached)
 	if err != nil {
 		c.worker.Queue.AddAfter(key, waitInterval)
 		return c.pending(ctx, cached, err.Error())
 	}
-	client, err := c.agentClient(cl, member)
+	client, err := AgentClient(c.secrets, c.resolve, cl, member)
 	if err != nil {
 		return c.pending(ctx, cached, err.Error())
 	}
@@ -256,7 +253,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	if status.StartTime != nil && c.now().Sub(status.StartTime.Time) > timeout(cached) {
 		return c.fail(ctx, cached, status, fmt.Sprintf("not finished within the timeout of %v", timeout(cached)))
 	}
-	client, err := c.agentClient(cl, status.Member)
+	client, err := AgentClient(c.secrets, c.resolve, cl, status.Member)
 	if err != nil {
 		return c.fail(ctx, cached, status, err.Error())
 	}
@@ -310,7 +307,7 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 		return nil
 	}
 	if cached.Status.Phase == v1alpha1.JobComplete || cached.Status.Phase == v1alpha1.JobRunning {
-		cfg, err := c.storageConfig(ctx, cached)
+		cfg, err := StorageConfig(ctx, c.kube, cached)
 		if err != nil {
 			return fmt.Errorf("delete stored backup of %s: %w", klog.KObj(cached), err)
 		}
@@ -344,10 +341,6 @@ func Poll(ctx context.Context, client *agent.Client, id, what string) (done *age
 	return st, "", nil
 }
 
-func (c *Controller) storageConfig(ctx context.Context, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
-	return StorageConfig(ctx, c.kube, b)
-}
-
 // StorageConfig reads a backup's storage credentials (and CA) from the user's Secrets with a
 // live GET: the operator caches no Secret it does not own.
 func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
@@ -376,13 +369,9 @@ func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.M
 	return cfg, nil
 }
 
-func (c *Controller) agentClient(cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
-	return AgentClient(c.secrets, c.resolve, cl, member)
-}
-
 // AgentClient returns a client of member's agent, with the cluster's agent token from the
 // operator's cache of its own Secrets.
-func AgentClient(secrets corelisters.SecretLister, resolve AgentResolver, cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
+func AgentClient(secrets corelisters.SecretLister, resolve resources.Resolver, cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
 	sec, err := secrets.Secrets(cl.Namespace).Get(resources.CredentialsSecretName(cl))
 	if err != nil {
 		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)

@@ -32,6 +32,7 @@ import (
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 // Name is the controller's name in logs, metrics and its workqueue.
@@ -52,7 +53,7 @@ type Controller struct {
 	backups  listers.MySQLBackupLister
 	clusters listers.MySQLClusterLister
 	secrets  corelisters.SecretLister
-	resolve  backup.AgentResolver
+	resolve  resources.Resolver
 	recorder record.EventRecorder
 	worker   sqlobject.Worker
 	// bootstrap creates the MySQLRestore of clusters with spec.bootstrap.
@@ -64,7 +65,7 @@ type Controller struct {
 const AnnotationBootstrapRestore = "mysqlop.io/bootstrap-restore"
 
 // New registers the controller's informers with set and returns the controller.
-func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve backup.AgentResolver) (*Controller, error) {
+func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve resources.Resolver) (*Controller, error) {
 	restoreInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLRestores().Informer()
 	})
