@@ -214,10 +214,11 @@ func TestUpgradeRollsAndDowngradeIsRefused(t *testing.T) {
 		}
 		return true, nil
 	})
-	c := waitHealthy(t, ns, "db", 3, 90*time.Second)
-	if c.Status.CurrentVersion != "10.11.8" {
-		t.Errorf("currentVersion %s", c.Status.CurrentVersion)
-	}
+	// Healthy can be read a moment before the status that records the new version.
+	eventually(t, 30*time.Second, "Healthy on currentVersion 10.11.8", func(context.Context) (bool, error) {
+		c := waitHealthy(t, ns, "db", 3, 90*time.Second)
+		return c.Status.CurrentVersion == "10.11.8", nil
+	})
 	if _, ok := events(t, ns, "db")["VersionUpgraded"]; !ok {
 		t.Error("no VersionUpgraded event")
 	}
