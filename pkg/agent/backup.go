@@ -112,15 +112,16 @@ func (s *Server) EnableBackups(ctx context.Context, cfg BackupConfig) {
 }
 
 // start runs work as job id unless a job of that ID exists (its state is returned) or
-// another job runs (409).
-func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx context.Context, st *BackupState) error) (*BackupState, int, error) {
+// another job runs (409). It returns a copy of the state: the job's goroutine writes the
+// original under b.mu once it ends, which may be before the answer is written.
+func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx context.Context, st *BackupState) error) (BackupState, int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if st, ok := b.jobs[id]; ok {
-		return st, http.StatusOK, nil
+		return *st, http.StatusOK, nil
 	}
 	if b.running != "" {
-		return nil, http.StatusConflict, fmt.Errorf("job %s is running", b.running)
+		return BackupState{}, http.StatusConflict, fmt.Errorf("job %s is running", b.running)
 	}
 	st := &BackupState{ID: id, Phase: BackupRunning, Location: location, StartTime: time.Now().UTC()}
 	b.jobs[id] = st
@@ -150,7 +151,7 @@ func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx
 		*st = result
 		b.running = ""
 	}()
-	return st, http.StatusAccepted, nil
+	return *st, http.StatusAccepted, nil
 }
 
 // backup streams a backup of the server into object of store.
