@@ -21,8 +21,16 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build mysql-operator and mysql-agent (static) into _output/bin.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mysql-operator ./cmd/mysql-agent
+build: ## Build mysql-operator, mysql-agent and the test runtime local-kubelet (static) into _output/bin.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mysql-operator ./cmd/mysql-agent ./test/localkubelet/cmd/local-kubelet
+
+.PHONY: local-up
+local-up: tools build ## Main job: a local cluster whose pods are real processes, the operator installed by helm, a Ready 3-member MariaDB cluster (returns; make local-down stops it).
+	$(GO) run ./test/localup up
+
+.PHONY: local-down
+local-down: ## Stop the local cluster and check that no process, namespace or link is left.
+	$(GO) run ./test/localup down
 
 .PHONY: generate
 generate: ## Regenerate deepcopy, clientset, listers, informers, apply configurations and CRDs.

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +42,9 @@ type Options struct {
 	KwokNodes int
 	// PodCIDR is the range kwok gives pod IPs from.
 	PodCIDR string
+	// APIServerAddress is the address kube-apiserver binds to and advertises; 127.0.0.1
+	// unless pods in their own network namespaces must reach it (then the pod bridge's).
+	APIServerAddress string
 }
 
 // ControlPlane is a running control plane.
@@ -123,10 +127,14 @@ func Start(o Options) (cp *ControlPlane, err error) {
 	if err != nil {
 		return cp, err
 	}
-	server := fmt.Sprintf("https://127.0.0.1:%d", ports[2])
+	addr := o.APIServerAddress
+	if addr == "" {
+		addr = "127.0.0.1"
+	}
+	server := fmt.Sprintf("https://%s", net.JoinHostPort(addr, fmt.Sprint(ports[2])))
 	if err := cp.run("kube-apiserver",
 		"--etcd-servers", etcdURL, "--secure-port", fmt.Sprint(ports[2]),
-		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--bind-address", addr, "--advertise-address", addr,
 		// The default reconciler refuses a loopback advertise address.
 		"--endpoint-reconciler-type", "none",
 		"--service-account-issuer", "https://kubernetes.default.svc",
