@@ -112,7 +112,7 @@ func uintToIP(v uint32) net.IP { return net.IPv4(byte(v>>24), byte(v>>16), byte(
 type podNetwork struct {
 	// Namespace is the netns name (ip netns), HostLink the host end of the veth pair.
 	Namespace, HostLink string
-	IP                 net.IP
+	IP                  net.IP
 }
 
 // names gives the netns and host link names of a pod: short (a link name has at most 15
