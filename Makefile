@@ -56,7 +56,7 @@ test-unit: tools ## Run the package tests (no control plane; real MariaDB and, f
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: tools ## Run the integration suite against a real control plane (verbose: the log names the components).
+test-integration: tools build ## Run the integration and end-to-end suites against a real control plane (verbose: the log names the components).
 	$(GO) test -race -count=1 -timeout 30m -v ./test/...
 
 .PHONY: bench

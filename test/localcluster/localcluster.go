@@ -31,6 +31,9 @@ type Options struct {
 	Instance, Bridge, CIDR string
 	// Nodes is the number of nodes local-kubelet serves.
 	Nodes int
+	// ExtraImages maps image name:tag to a binary, for a second build (such as a new operator
+	// version) next to the default one.
+	ExtraImages map[string]string
 }
 
 // Binaries the cluster runs, from framework.BinDir().
@@ -100,10 +103,18 @@ func Start(o Options) (c *Cluster, err error) {
 	if err != nil {
 		return c, err
 	}
+	images := []string{"mysql-operator=" + filepath.Join(bin, "mysql-operator")}
+	for image, from := range o.ExtraImages {
+		to := filepath.Join(bin, strings.NewReplacer(":", "-", "/", "-").Replace(image))
+		if err := copyFile(from, to); err != nil {
+			return c, err
+		}
+		images = append(images, image+"="+to)
+	}
 	c.kubelet = exec.Command(filepath.Join(bin, "local-kubelet"), "--kubeconfig", c.CP.Kubeconfig,
 		"--nodes", strings.Join(nodes, ","), "--instance", o.Instance, "--bridge", o.Bridge, "--cidr", o.CIDR,
 		"--state-dir", c.StateDir, "--apiserver-host", u.Hostname(), "--apiserver-port", u.Port(),
-		"--images", "mysql-operator="+filepath.Join(bin, "mysql-operator"),
+		"--images", strings.Join(images, ","),
 		"--commands", "/mysql-agent="+filepath.Join(bin, "mysql-agent")+",/mysql-operator="+filepath.Join(bin, "mysql-operator"))
 	c.kubelet.Stdout, c.kubelet.Stderr = logf, logf
 	if err := proc.Start(c.kubelet); err != nil {

@@ -22,6 +22,8 @@ type container struct {
 	w    *podWorker
 	spec *corev1.Container
 	init bool
+	// next, when set, is the spec the next start uses (an in-place image change).
+	next *corev1.Container
 
 	mu       sync.Mutex
 	proc     *os.Process
@@ -50,6 +52,11 @@ func LogFile(stateDir string, podUID, container string) string {
 // start launches the container's process through the exec-container helper.
 func (c *container) start(ctx context.Context) error {
 	w := c.w
+	c.mu.Lock()
+	if c.next != nil {
+		c.spec, c.next = c.next, nil
+	}
+	c.mu.Unlock()
 	env, vars, err := w.containerEnv(ctx, c.spec)
 	if err != nil {
 		return err
@@ -298,9 +305,10 @@ func (c *container) supervise(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.restarts++
-		n := c.restarts
+		n, replaced := c.restarts, c.next != nil
 		c.mu.Unlock()
-		if !c.backoff(ctx, n-1) {
+		// A container stopped for a new image restarts at once; a crash backs off.
+		if !replaced && !c.backoff(ctx, n-1) {
 			return
 		}
 	}

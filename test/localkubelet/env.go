@@ -189,11 +189,12 @@ func Expand(s string, vars map[string]string) string {
 func (r *Runtime) argv(c *corev1.Container, vars map[string]string) ([]string, error) {
 	var argv []string
 	if len(c.Command) == 0 {
+		// name:tag first, so that two builds (say, operator versions) can both run.
 		name := path.Base(c.Image)
-		if i := strings.IndexAny(name, ":@"); i >= 0 {
-			name = name[:i]
-		}
 		bin, ok := r.opts.Images[name]
+		if i := strings.IndexAny(name, ":@"); !ok && i >= 0 {
+			bin, ok = r.opts.Images[name[:i]]
+		}
 		if !ok {
 			return nil, fmt.Errorf("container %s has no command and image %s maps to no binary on this machine", c.Name, c.Image)
 		}

@@ -43,8 +43,8 @@ type Options struct {
 	CIDR   string
 	// StateDir holds the pods' volumes (except claims), logs and pid files.
 	StateDir string
-	// Images maps an image name (last path element, without tag) to the binary a container
-	// of that image without a command runs; Commands maps a command path used in images to
+	// Images maps an image name (last path element, with or without its tag) to the binary
+	// a container of that image without a command runs; Commands maps a command path used in images to
 	// its binary here.
 	Images   map[string]string
 	Commands map[string]string
@@ -160,7 +160,11 @@ func (r *Runtime) sync(ctx context.Context, obj any) {
 		r.finalDelete(ctx, p)
 		return
 	}
-	if p.DeletionTimestamp != nil {
+	if p.DeletionTimestamp == nil {
+		w.update(p)
+		return
+	}
+	{
 		grace := int64(30)
 		if p.DeletionGracePeriodSeconds != nil {
 			grace = *p.DeletionGracePeriodSeconds

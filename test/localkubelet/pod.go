@@ -72,6 +72,30 @@ func (w *podWorker) stop(grace time.Duration) {
 	}
 }
 
+// update applies an in-place change of the pod: a container whose image changed restarts onto
+// the new spec, as the kubelet does (the operator moves agents to a new build this way).
+func (w *podWorker) update(p *corev1.Pod) {
+	for i := range p.Spec.Containers {
+		next := p.Spec.Containers[i].DeepCopy()
+		for _, c := range w.all() {
+			c.mu.Lock()
+			if c.init || c.spec.Name != next.Name {
+				c.mu.Unlock()
+				continue
+			}
+			changed := c.spec.Image != next.Image && (c.next == nil || c.next.Image != next.Image)
+			if changed {
+				c.next = next
+			}
+			c.mu.Unlock()
+			if changed {
+				w.log().Info("Container image changed: restarting it", "container", next.Name, "image", next.Image)
+				c.terminate(time.Duration(w.graceSeconds()) * time.Second)
+			}
+		}
+	}
+}
+
 func (w *podWorker) all() []*container {
 	w.mu.Lock()
 	defer w.mu.Unlock()

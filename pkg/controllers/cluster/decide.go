@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,11 +274,20 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 		if ready {
 			st.ReadyMembers++
 		}
-		if in.Role == v1alpha1.RolePrimary {
+		if in.Role == v1alpha1.RolePrimary && dec == nil {
 			st.Primary = p.Name
 		}
 		versions[in.Version] = true
 		st.Instances = append(st.Instances, in)
+	}
+	// The recorded primary stays recorded while it is down and until a failover names
+	// another: a restarted operator resumes from it, and must not take a cluster whose primary
+	// is briefly unreachable for one without a primary.
+	switch {
+	case dec != nil && dec.Primary >= 0:
+		st.Primary = fmt.Sprintf("%s-%d", setName, dec.Primary)
+	case dec != nil || st.Primary == "":
+		st.Primary = prev.Primary
 	}
 	if len(members) == int(c.Spec.Members) && len(versions) == 1 && !versions[""] {
 		for v := range versions {

@@ -366,8 +366,11 @@ func TestComputeStatusWithClustering(t *testing.T) {
 	}{
 		{"healthy", clustering.Decision{State: clustering.Healthy, Primary: 0, Ready: []bool{true, true, true}}, v1alpha1.ClusterHealthy, 3, metav1.ConditionTrue, "db-0"},
 		{"member down", clustering.Decision{State: clustering.Degraded, Primary: 0, Ready: []bool{true, true, false}}, v1alpha1.ClusterDegraded, 2, metav1.ConditionFalse, "db-0"},
-		{"failing over", clustering.Decision{State: clustering.FailingOver, Primary: 1, Ready: []bool{false, false, false}}, v1alpha1.ClusterFailingOver, 0, metav1.ConditionFalse, ""},
-		{"lost", clustering.Decision{State: clustering.Lost, Primary: 0, Ready: []bool{false, false, false}}, v1alpha1.ClusterLost, 0, metav1.ConditionFalse, ""},
+		// The decided primary is recorded even when it is not ready, so that a restarted
+		// operator resumes from it.
+		{"failing over", clustering.Decision{State: clustering.FailingOver, Primary: 1, Ready: []bool{false, false, false}}, v1alpha1.ClusterFailingOver, 0, metav1.ConditionFalse, "db-1"},
+		{"lost", clustering.Decision{State: clustering.Lost, Primary: 0, Ready: []bool{false, false, false}}, v1alpha1.ClusterLost, 0, metav1.ConditionFalse, "db-0"},
+		{"primary down, not yet failed over", clustering.Decision{State: clustering.Degraded, Primary: 0, Ready: []bool{false, true, true}}, v1alpha1.ClusterDegraded, 2, metav1.ConditionFalse, "db-0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := computeStatus(v1alpha1.MySQLClusterStatus{}, observed{Cluster: c, Pods: pods,
@@ -385,5 +388,18 @@ func TestComputeStatusWithClustering(t *testing.T) {
 				t.Errorf("instances %+v", st.Instances)
 			}
 		})
+	}
+}
+
+// A round that decides no primary (the recorded one was unreachable before this operator
+// ever saw it) keeps the recorded primary instead of erasing it.
+func TestComputeStatusKeepsTheRecordedPrimary(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 3 })
+	pods := []*corev1.Pod{pod(0, "h", "a", "", false), pod(1, "h", "a", "", true), pod(2, "h", "a", "", true)}
+	d := clustering.Decision{State: clustering.Bootstrapping, Primary: -1, Ready: []bool{false, false, false}}
+	st := computeStatus(v1alpha1.MySQLClusterStatus{Primary: "db-0"}, observed{Cluster: c, Pods: pods,
+		Clustering: &clusteringView{Decision: &d}})
+	if st.Primary != "db-0" {
+		t.Fatalf("primary %q, want the recorded db-0", st.Primary)
 	}
 }

@@ -1,0 +1,567 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
+)
+
+const (
+	ns          = "shop"
+	name        = "db"
+	appPassword = "app-e2e-Pa55"
+)
+
+// The user journeys, in order, on one three-member MariaDB cluster: Ready with real members;
+// an application account and schema declared as CRs; rows written through the primary are
+// served by the replicas; a crash-looping primary fails over with no acknowledged write lost
+// and the Services follow; a deleted replica pod comes back with its data; scale 3 -> 5 -> 3
+// by spec.members and kubectl scale; a version upgrade rolls replicas first and the primary
+// last; the operator pod killed during a failover converges; deleting the cluster keeps the
+// claims. Each step needs the ones before it.
+func TestUserJourneys(t *testing.T) {
+	ctx := context.Background()
+	if _, err := lc.Kubectl(ctx, "create", "namespace", ns); err != nil {
+		t.Fatal(err)
+	}
+	manifest := fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: app-password}
+stringData: {password: %s}
+---
+apiVersion: mysqlop.io/v1alpha1
+kind: MySQLCluster
+metadata: {name: %s}
+spec:
+  flavor: mariadb
+  version: 10.11.6
+  members: 3
+  replication: {mode: semisync}
+  volumeClaimTemplate: {resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: mysqlop.io/v1alpha1
+kind: MySQLDatabase
+metadata: {name: app}
+spec: {clusterRef: {name: %s}, name: app}
+---
+apiVersion: mysqlop.io/v1alpha1
+kind: MySQLUser
+metadata: {name: app}
+spec:
+  clusterRef: {name: %s}
+  user: app
+  passwordSecretRef: {name: app-password, key: password}
+  grants: [{privileges: [SELECT, INSERT, CREATE], database: app}]
+`, appPassword, name, name, name)
+	path := filepath.Join(t.TempDir(), "cluster.yaml")
+	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	applied := time.Now()
+	if _, err := lc.Kubectl(ctx, "apply", "-n", ns, "-f", path); err != nil {
+		t.Fatal(err)
+	}
+	c := waitHealthy(t, 3, 5*time.Minute)
+	t.Logf("apply to Ready (3 members, Healthy): %v", time.Since(applied).Round(time.Millisecond))
+	eventually(t, 60*time.Second, "user and database Ready", func(ctx context.Context) (bool, error) {
+		u, err := mysql.MysqlopV1alpha1().MySQLUsers(ns).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		d, err := mysql.MysqlopV1alpha1().MySQLDatabases(ns).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return condTrue(u.Status.Conditions, v1alpha1.ConditionReady) && condTrue(d.Status.Conditions, v1alpha1.ConditionReady), nil
+	})
+
+	primary := c.Status.Primary
+	if _, err := appDB(t, primary).ExecContext(ctx, "CREATE TABLE app.t (id INT PRIMARY KEY, v TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (1, 'first')"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range members(3) {
+		if m != primary {
+			waitRows(t, m, 1)
+		}
+	}
+
+	t.Run("failover", func(t *testing.T) {
+		w := startWriter(t)
+		time.Sleep(time.Second)
+		killed := time.Now()
+		newPrimary := crashLoop(t, primary, resources.ContainerMySQL)
+		promoted := time.Since(killed)
+		firstWrite := w.firstAckAfter(killed, newPrimary)
+		acked := w.stop()
+		t.Logf("failover: SIGKILL of %s's mysqld (kept crashing) -> %s promoted in %v, first acknowledged write on it after %v; %d writes acknowledged",
+			primary, newPrimary, promoted.Round(time.Millisecond), firstWrite.Round(time.Millisecond), len(acked))
+		waitHealthy(t, 3, 3*time.Minute)
+		if lost := missing(t, newPrimary, acked); len(lost) > 0 {
+			t.Fatalf("%d acknowledged writes lost, e.g. %v", len(lost), lost[:min(5, len(lost))])
+		}
+		waitServiceEndpoints(t, name+"-primary", newPrimary)
+		primary = newPrimary
+	})
+
+	t.Run("deleted replica comes back with its data", func(t *testing.T) {
+		replica := otherThan(members(3), primary)[0]
+		old := pod(t, replica)
+		if err := lc.CP.Kube.CoreV1().Pods(ns).Delete(ctx, replica, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, replica+" recreated and ready", func(ctx context.Context) (bool, error) {
+			p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(ctx, replica, metav1.GetOptions{})
+			return err == nil && p.UID != old.UID && podReady(p), nil
+		})
+		n := rows(t, primary)
+		waitRows(t, replica, n)
+		waitHealthy(t, 3, 2*time.Minute)
+	})
+
+	t.Run("scale 3 to 5 by spec.members and back to 3 by kubectl scale", func(t *testing.T) {
+		if _, err := lc.Kubectl(ctx, "patch", "-n", ns, "mysqlcluster/"+name, "--type=merge", "-p", `{"spec":{"members":5}}`); err != nil {
+			t.Fatal(err)
+		}
+		waitHealthy(t, 5, 4*time.Minute)
+		n := rows(t, primary)
+		waitRows(t, name+"-4", n)
+		if _, err := lc.Kubectl(ctx, "scale", "-n", ns, "mysqlcluster/"+name, "--replicas=3"); err != nil {
+			t.Fatal(err)
+		}
+		c := waitHealthy(t, 3, 4*time.Minute)
+		if !contains(members(3), c.Status.Primary) {
+			t.Fatalf("primary %s is not one of the 3 members left", c.Status.Primary)
+		}
+		primary = c.Status.Primary
+		waitRows(t, primary, n)
+	})
+
+	t.Run("upgrade rolls replicas first and the primary last", func(t *testing.T) {
+		starts := map[string]time.Time{}
+		var mu sync.Mutex
+		stopWatch := watchRestarts(t, starts, &mu)
+		if _, err := lc.Kubectl(ctx, "patch", "-n", ns, "mysqlcluster/"+name, "--type=merge", "-p", `{"spec":{"version":"10.11.7"}}`); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 6*time.Minute, "upgraded to 10.11.7 and Healthy", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && c.Status.CurrentVersion == "10.11.7" && c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == 3, nil
+		})
+		stopWatch()
+		c := cluster(t)
+		mu.Lock()
+		defer mu.Unlock()
+		// The pod that was primary when the rollout began restarts last, after a switchover.
+		order := make([]string, 0, len(starts))
+		for m := range starts {
+			order = append(order, m)
+		}
+		sort.Slice(order, func(i, j int) bool { return starts[order[i]].Before(starts[order[j]]) })
+		if len(order) != 3 || order[2] != primary || c.Status.Primary == primary {
+			t.Fatalf("restart order %v (primary before %s, after %s)", order, primary, c.Status.Primary)
+		}
+		primary = c.Status.Primary
+		waitRows(t, primary, 1)
+	})
+
+	t.Run("operator killed during a failover converges", func(t *testing.T) {
+		ops, err := lc.CP.Kube.CoreV1().Pods(operatorNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil || len(ops.Items) == 0 {
+			t.Fatalf("operator pods: %v", err)
+		}
+		op := &ops.Items[0]
+		done := make(chan string, 1)
+		go func() { done <- crashLoopNoWait(t, primary, resources.ContainerMySQL) }()
+		time.Sleep(1500 * time.Millisecond)
+		if pid, err := lc.PID(op, "operator"); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		newPrimary := <-done
+		if newPrimary == "" {
+			c := cluster(t)
+			t.Fatalf("no new primary after the operator restarted: status %+v", c.Status)
+		}
+		c := waitHealthy(t, 3, 3*time.Minute)
+		primary = c.Status.Primary
+		waitServiceEndpoints(t, name+"-primary", primary)
+	})
+
+	t.Run("a new operator version restarts the agents but not mysqld", func(t *testing.T) {
+		before := map[string]*corev1.Pod{}
+		pids := map[string]int{}
+		for _, m := range members(3) {
+			p := pod(t, m)
+			before[m] = p
+			pid, err := lc.PID(p, resources.ContainerMySQL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pids[m] = pid
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		if err := lc.InstallOperator(ctx, operatorNamespace, "kubeAPI.qps=100", "kubeAPI.burst=200",
+			"image.tag="+nextVersion, "agentImage.tag="+nextVersion); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 3*time.Minute, "agents on "+nextVersion+" and the cluster Healthy", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || c.Status.OperatorVersion != nextVersion || c.Status.Phase != v1alpha1.ClusterHealthy || c.Status.ReadyMembers != 3 {
+				return false, nil
+			}
+			for _, m := range members(3) {
+				p := pod(t, m)
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.Name == resources.ContainerAgent && (!strings.HasSuffix(cs.Image, ":"+nextVersion) || !cs.Ready) {
+						return false, nil
+					}
+				}
+			}
+			return true, nil
+		})
+		for _, m := range members(3) {
+			p := pod(t, m)
+			pid, err := lc.PID(p, resources.ContainerMySQL)
+			if p.UID != before[m].UID || err != nil || pid != pids[m] || syscall.Kill(pid, 0) != nil {
+				t.Fatalf("%s: pod or mysqld replaced (uid %s -> %s, mysqld pid %d -> %d)", m, before[m].UID, p.UID, pids[m], pid)
+			}
+			if agentRestarts(p) <= agentRestarts(before[m]) {
+				t.Fatalf("%s: the agent container did not restart onto the new image", m)
+			}
+		}
+	})
+
+	t.Run("deleting the cluster removes its children and keeps the claims", func(t *testing.T) {
+		if err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 3*time.Minute, "pods, statefulset and services gone", func(ctx context.Context) (bool, error) {
+			pods, _ := lc.CP.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + name})
+			_, errS := lc.CP.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			_, errP := lc.CP.Kube.CoreV1().Services(ns).Get(ctx, name+"-primary", metav1.GetOptions{})
+			return len(pods.Items) == 0 && apierrors.IsNotFound(errS) && apierrors.IsNotFound(errP), nil
+		})
+		claims, err := lc.CP.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(claims.Items) < 3 {
+			t.Fatalf("claims after delete: %d (%v); the documented policy keeps them", len(claims.Items), err)
+		}
+	})
+}
+
+func condTrue(conds []metav1.Condition, t string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func cluster(t *testing.T) *v1alpha1.MySQLCluster {
+	t.Helper()
+	c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitHealthy(t *testing.T, members int32, timeout time.Duration) *v1alpha1.MySQLCluster {
+	t.Helper()
+	var c *v1alpha1.MySQLCluster
+	eventually(t, timeout, fmt.Sprintf("cluster Healthy with %d ready members", members), func(ctx context.Context) (bool, error) {
+		var err error
+		c, err = mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == members &&
+			c.Spec.Members == members && c.Status.Primary != "", nil
+	})
+	return c
+}
+
+func members(n int) []string {
+	var m []string
+	for i := 0; i < n; i++ {
+		m = append(m, fmt.Sprintf("%s-%d", name, i))
+	}
+	return m
+}
+
+func otherThan(all []string, x string) []string {
+	var out []string
+	for _, m := range all {
+		if m != x {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func contains(all []string, x string) bool {
+	for _, m := range all {
+		if m == x {
+			return true
+		}
+	}
+	return false
+}
+
+func pod(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+var (
+	dbMu sync.Mutex
+	dbs  = map[string]*sql.DB{}
+)
+
+// appDB is a pool to member m as the application account, through the member's pod IP (the
+// host reaches pods over the bridge; there is no kube-proxy for Service IPs).
+func appDB(t *testing.T, m string) *sql.DB {
+	t.Helper()
+	ip := pod(t, m).Status.PodIP
+	dbMu.Lock()
+	defer dbMu.Unlock()
+	if db, ok := dbs[ip]; ok {
+		return db
+	}
+	db, err := mysqlsql.Open(mysqlsql.ConnConfig{Addr: net.JoinHostPort(ip, "3306"), User: "app", Password: appPassword, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(2)
+	dbs[ip] = db
+	return db
+}
+
+func rows(t *testing.T, m string) int {
+	t.Helper()
+	var n int
+	if err := appDB(t, m).QueryRowContext(context.Background(), "SELECT COUNT(*) FROM app.t").Scan(&n); err != nil {
+		t.Fatalf("count rows on %s: %v", m, err)
+	}
+	return n
+}
+
+func waitRows(t *testing.T, m string, n int) {
+	t.Helper()
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d rows on %s", n, m), func(ctx context.Context) (bool, error) {
+		var got int
+		err := appDB(t, m).QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&got)
+		return err == nil && got >= n, nil
+	})
+}
+
+func missing(t *testing.T, m string, ids []int) []int {
+	t.Helper()
+	have := map[int]bool{}
+	r, err := appDB(t, m).QueryContext(context.Background(), "SELECT id FROM app.t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for r.Next() {
+		var id int
+		if err := r.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		have[id] = true
+	}
+	var lost []int
+	for _, id := range ids {
+		if !have[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost
+}
+
+// writer inserts rows through whichever member the cluster's status names primary.
+type writer struct {
+	mu      sync.Mutex
+	acked   []int
+	ackedOn map[string][]time.Time
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+func startWriter(t *testing.T) *writer {
+	w := &writer{ackedOn: map[string][]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for id := 1_000_000; ; id++ {
+			select {
+			case <-w.quit:
+				return
+			default:
+			}
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil || c.Status.Primary == "" {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(context.Background(), c.Status.Primary, metav1.GetOptions{})
+			if err != nil || p.Status.PodIP == "" {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			db := appDB(t, c.Status.Primary)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err = db.ExecContext(ctx, "INSERT INTO app.t VALUES (?, 'w')", id)
+			cancel()
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			w.mu.Lock()
+			w.acked = append(w.acked, id)
+			w.ackedOn[c.Status.Primary] = append(w.ackedOn[c.Status.Primary], time.Now())
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+func (w *writer) stop() []int {
+	close(w.quit)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]int(nil), w.acked...)
+}
+
+// firstAckAfter waits up to 30 s for a write acknowledged by m after since.
+func (w *writer) firstAckAfter(since time.Time, m string) time.Duration {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		w.mu.Lock()
+		for _, at := range w.ackedOn[m] {
+			if at.After(since) {
+				w.mu.Unlock()
+				return at.Sub(since)
+			}
+		}
+		w.mu.Unlock()
+	}
+	return -1
+}
+
+// crashLoop SIGKILLs container of member m, again each time it restarts, until the cluster
+// names another primary; it returns that primary.
+func crashLoop(t *testing.T, m, container string) string {
+	t.Helper()
+	p := crashLoopNoWait(t, m, container)
+	if p == "" {
+		t.Fatalf("no failover from %s within 2 minutes", m)
+	}
+	return p
+}
+
+func crashLoopNoWait(t *testing.T, m, container string) string {
+	victim := pod(t, m)
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if pid, err := lc.PID(victim, container); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && c.Status.Primary != "" && c.Status.Primary != m {
+			return c.Status.Primary
+		}
+	}
+	return ""
+}
+
+// waitServiceEndpoints waits until the Service's endpoints are exactly member m's pod IP.
+func waitServiceEndpoints(t *testing.T, svc, m string) {
+	t.Helper()
+	eventually(t, 60*time.Second, "service "+svc+" on "+m, func(ctx context.Context) (bool, error) {
+		ip := pod(t, m).Status.PodIP
+		slices, err := lc.CP.Kube.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: "kubernetes.io/service-name=" + svc})
+		if err != nil {
+			return false, nil
+		}
+		var got []string
+		for _, s := range slices.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready == nil || *e.Conditions.Ready {
+					got = append(got, e.Addresses...)
+				}
+			}
+		}
+		return strings.Join(got, ",") == ip, nil
+	})
+}
+
+// watchRestarts records when each member's mysqld container started anew (its pod was
+// replaced) while the returned stop is not called.
+func watchRestarts(t *testing.T, starts map[string]time.Time, mu *sync.Mutex) func() {
+	uids := map[string]types.UID{}
+	for _, m := range members(3) {
+		uids[m] = pod(t, m).UID
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			for _, m := range members(3) {
+				p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(context.Background(), m, metav1.GetOptions{})
+				if err != nil {
+					continue
+				}
+				mu.Lock()
+				if _, seen := starts[m]; !seen && p.UID != uids[m] {
+					starts[m] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+func agentRestarts(p *corev1.Pod) int32 {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == resources.ContainerAgent {
+			return cs.RestartCount
+		}
+	}
+	return -1
+}
