@@ -33,7 +33,8 @@ const (
 // The user journeys, in order, on one three-member MariaDB cluster: Ready with real members;
 // an application account and schema declared as CRs; rows written through the primary are
 // served by the replicas; a crash-looping primary fails over with no acknowledged write lost
-// and the Services follow; a deleted replica pod comes back with its data; scale 3 -> 5 -> 3
+// and the Services follow; a deleted replica pod comes back with its data; a partitioned
+// replica leaves the replicas Service and catches up when healed; scale 3 -> 5 -> 3
 // by spec.members and kubectl scale; a version upgrade rolls replicas first and the primary
 // last; the operator pod killed during a failover converges; deleting the cluster keeps the
 // claims. Each step needs the ones before it.
@@ -137,6 +138,34 @@ spec:
 		n := rows(t, primary)
 		waitRows(t, replica, n)
 		waitHealthy(t, 3, 2*time.Minute)
+	})
+
+	t.Run("a partitioned replica leaves the replicas Service and catches up when healed", func(t *testing.T) {
+		replica := otherThan(members(3), primary)[0]
+		p := pod(t, replica)
+		if err := lc.SetNetwork(p, false); err != nil {
+			t.Fatal(err)
+		}
+		healed := false
+		defer func() {
+			if !healed {
+				_ = lc.SetNetwork(p, true)
+			}
+		}()
+		eventually(t, 60*time.Second, replica+" out of the replicas Service", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && c.Status.Phase == v1alpha1.ClusterDegraded && pod(t, replica).Labels[resources.LabelRole] == "", nil
+		})
+		// Semi-sync still has the other replica: writes go on.
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (2, 'while partitioned')"); err != nil {
+			t.Fatal(err)
+		}
+		if err := lc.SetNetwork(p, true); err != nil {
+			t.Fatal(err)
+		}
+		healed = true
+		waitHealthy(t, 3, 2*time.Minute)
+		waitRows(t, replica, rows(t, primary))
 	})
 
 	t.Run("scale 3 to 5 by spec.members and back to 3 by kubectl scale", func(t *testing.T) {

@@ -234,3 +234,17 @@ func copyFile(from, to string) error {
 	}
 	return out.Close()
 }
+
+// SetNetwork cuts (up false) or restores the pod's network: the host end of its veth pair goes
+// down or up, so the pod reaches nothing and nothing reaches it, while its processes run on.
+func (c *Cluster) SetNetwork(pod *corev1.Pod, up bool) error {
+	state := "down"
+	if up {
+		state = "up"
+	}
+	link := localkubelet.HostLink(c.Opts.Instance, string(pod.UID))
+	if out, err := exec.Command("ip", "link", "set", link, state).CombinedOutput(); err != nil {
+		return fmt.Errorf("ip link set %s %s: %w: %s", link, state, err, out)
+	}
+	return nil
+}

@@ -210,6 +210,8 @@ func (r *Runtime) shutdown() {
 		_ = os.Remove(p)
 	}
 	_ = Sweep(r.opts.Instance)
+	// ip netns exec looks for per-namespace files here; remove the directory once empty.
+	_ = os.Remove("/etc/netns")
 }
 
 // ensureTarget makes a mount point that does not exist on the host (a directory, or an empty
