@@ -71,6 +71,10 @@ bench-backup: tools ## Backup benchmark: ~1 GiB table on real MariaDB, logical a
 bench-failover: ## Failover benchmark on real MariaDB: SIGKILL of the primary to the first acknowledged write, 20 runs.
 	$(GO) run ./test/bench/failover -runs 20
 
+.PHONY: bench-local
+bench-local: tools build ## Local-cluster benchmark (root): apply to Healthy of a real 3-member MariaDB cluster and failover of a crash-looping primary, 5 runs.
+	$(GO) run ./test/bench/local -runs 5
+
 .PHONY: dev-cluster
 dev-cluster: tools build ## Main job: a local control plane with kwok nodes, the operator and an example cluster (foreground; Ctrl-C stops it).
 	$(GO) run ./test/devcluster

@@ -22,6 +22,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/test/localcluster"
 )
 
 const (
@@ -108,13 +109,17 @@ spec:
 	}
 
 	t.Run("failover", func(t *testing.T) {
-		w := startWriter(t)
+		w := localcluster.StartWriter(memberDB, statusPrimary)
 		time.Sleep(time.Second)
 		killed := time.Now()
-		newPrimary := crashLoop(t, primary, resources.ContainerMySQL)
+		newPrimary := crashLoop(pod(t, primary), resources.ContainerMySQL)
+		if newPrimary == "" {
+			w.Stop()
+			t.Fatalf("no failover from %s within 2 minutes", primary)
+		}
 		promoted := time.Since(killed)
-		firstWrite := w.firstAckAfter(killed, newPrimary)
-		acked := w.stop()
+		firstWrite := w.FirstAckAfter(killed, newPrimary, 30*time.Second)
+		acked := w.Stop()
 		t.Logf("failover: SIGKILL of %s's mysqld (kept crashing) -> %s promoted in %v, first acknowledged write on it after %v; %d writes acknowledged",
 			primary, newPrimary, promoted.Round(time.Millisecond), firstWrite.Round(time.Millisecond), len(acked))
 		waitHealthy(t, 3, 3*time.Minute)
@@ -221,7 +226,8 @@ spec:
 		}
 		op := &ops.Items[0]
 		done := make(chan string, 1)
-		go func() { done <- crashLoopNoWait(t, primary, resources.ContainerMySQL) }()
+		victim := pod(t, primary)
+		go func() { done <- crashLoop(victim, resources.ContainerMySQL) }()
 		time.Sleep(1500 * time.Millisecond)
 		if pid, err := lc.PID(op, "operator"); err == nil {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -382,19 +388,35 @@ var (
 // host reaches pods over the bridge; there is no kube-proxy for Service IPs).
 func appDB(t *testing.T, m string) *sql.DB {
 	t.Helper()
-	ip := pod(t, m).Status.PodIP
-	dbMu.Lock()
-	defer dbMu.Unlock()
-	if db, ok := dbs[ip]; ok {
-		return db
-	}
-	db, err := mysqlsql.Open(mysqlsql.ConnConfig{Addr: net.JoinHostPort(ip, "3306"), User: "app", Password: appPassword, Timeout: 2 * time.Second})
+	db, err := memberDB(m)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db
+}
+
+// memberDB is appDB for goroutines that must not fail the test.
+func memberDB(m string) (*sql.DB, error) {
+	p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(context.Background(), m, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if p.Status.PodIP == "" {
+		return nil, fmt.Errorf("%s has no IP yet", m)
+	}
+	ip := p.Status.PodIP
+	dbMu.Lock()
+	defer dbMu.Unlock()
+	if db, ok := dbs[ip]; ok {
+		return db, nil
+	}
+	db, err := mysqlsql.Open(mysqlsql.ConnConfig{Addr: net.JoinHostPort(ip, "3306"), User: "app", Password: appPassword, Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, err
+	}
 	db.SetMaxOpenConns(2)
 	dbs[ip] = db
-	return db
+	return db, nil
 }
 
 func rows(t *testing.T, m string) int {
@@ -417,120 +439,35 @@ func waitRows(t *testing.T, m string, n int) {
 
 func missing(t *testing.T, m string, ids []int) []int {
 	t.Helper()
-	have := map[int]bool{}
-	r, err := appDB(t, m).QueryContext(context.Background(), "SELECT id FROM app.t")
+	lost, err := localcluster.Missing(context.Background(), appDB(t, m), ids)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer r.Close()
-	for r.Next() {
-		var id int
-		if err := r.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		have[id] = true
-	}
-	var lost []int
-	for _, id := range ids {
-		if !have[id] {
-			lost = append(lost, id)
-		}
 	}
 	return lost
 }
 
-// writer inserts rows through whichever member the cluster's status names primary.
-type writer struct {
-	mu      sync.Mutex
-	acked   []int
-	ackedOn map[string][]time.Time
-	quit    chan struct{}
-	done    chan struct{}
-}
-
-func startWriter(t *testing.T) *writer {
-	w := &writer{ackedOn: map[string][]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for id := 1_000_000; ; id++ {
-			select {
-			case <-w.quit:
-				return
-			default:
-			}
-			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
-			if err != nil || c.Status.Primary == "" {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(context.Background(), c.Status.Primary, metav1.GetOptions{})
-			if err != nil || p.Status.PodIP == "" {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			db := appDB(t, c.Status.Primary)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err = db.ExecContext(ctx, "INSERT INTO app.t VALUES (?, 'w')", id)
-			cancel()
-			if err != nil {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			w.mu.Lock()
-			w.acked = append(w.acked, id)
-			w.ackedOn[c.Status.Primary] = append(w.ackedOn[c.Status.Primary], time.Now())
-			w.mu.Unlock()
-		}
-	}()
-	return w
-}
-
-func (w *writer) stop() []int {
-	close(w.quit)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]int(nil), w.acked...)
-}
-
-// firstAckAfter waits up to 30 s for a write acknowledged by m after since.
-func (w *writer) firstAckAfter(since time.Time, m string) time.Duration {
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		w.mu.Lock()
-		for _, at := range w.ackedOn[m] {
-			if at.After(since) {
-				w.mu.Unlock()
-				return at.Sub(since)
-			}
-		}
-		w.mu.Unlock()
+// statusPrimary is the member the cluster's status names primary ("" when unknown).
+func statusPrimary() string {
+	c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return ""
 	}
-	return -1
+	return c.Status.Primary
 }
 
-// crashLoop SIGKILLs container of member m, again each time it restarts, until the cluster
-// names another primary; it returns that primary.
-func crashLoop(t *testing.T, m, container string) string {
-	t.Helper()
-	p := crashLoopNoWait(t, m, container)
-	if p == "" {
-		t.Fatalf("no failover from %s within 2 minutes", m)
+// crashLoop SIGKILLs container of the member's pod each time it runs until the status names
+// another primary, and returns it ("" after 2 minutes).
+func crashLoop(victim *corev1.Pod, container string) string {
+	m := victim.Name
+	var next string
+	lc.CrashLoop(victim, container, 2*time.Minute, func() bool {
+		next = statusPrimary()
+		return next != "" && next != m
+	})
+	if next == m {
+		return ""
 	}
-	return p
-}
-
-func crashLoopNoWait(t *testing.T, m, container string) string {
-	victim := pod(t, m)
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if pid, err := lc.PID(victim, container); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil && c.Status.Primary != "" && c.Status.Primary != m {
-			return c.Status.Primary
-		}
-	}
-	return ""
+	return next
 }
 
 // waitServiceEndpoints waits until the Service's endpoints are exactly member m's pod IP.

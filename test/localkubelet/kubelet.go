@@ -266,11 +266,12 @@ func (r *Runtime) writeHosts() {
 	sort.Strings(all)
 	api := fmt.Sprintf("%s kubernetes kubernetes.default kubernetes.default.svc kubernetes.default.svc.cluster.local\n", r.gateway)
 	for _, w := range r.workers {
-		if w.net == nil {
+		pn := w.network()
+		if pn == nil {
 			continue
 		}
 		content := "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n" +
-			fmt.Sprintf("%s %s\n", w.net.IP, strings.Join(w.names(), " ")) + api + strings.Join(all, "")
-		_ = os.WriteFile(filepath.Join("/etc/netns", w.net.Namespace, "hosts"), []byte(content), 0o644)
+			fmt.Sprintf("%s %s\n", pn.IP, strings.Join(w.names(), " ")) + api + strings.Join(all, "")
+		_ = os.WriteFile(filepath.Join("/etc/netns", pn.Namespace, "hosts"), []byte(content), 0o644)
 	}
 }

@@ -34,10 +34,9 @@ type podWorker struct {
 	conds      map[corev1.PodConditionType]corev1.PodCondition
 	phase      corev1.PodPhase
 
-	// stopping is closed when the pod is to stop; grace is how long containers get.
+	// stopping is closed when the pod is to stop.
 	stopping chan struct{}
 	stopOnce sync.Once
-	grace    time.Duration
 	// kicked asks the status loop to report.
 	kicked chan struct{}
 	done   chan struct{}
@@ -59,13 +58,8 @@ func newPodWorker(r *Runtime, p *corev1.Pod) *podWorker {
 func (w *podWorker) log() klog.Logger { return klog.Background().WithValues("pod", klog.KObj(w.pod)) }
 
 // stop asks the pod to stop, giving its containers grace before SIGKILL. A later, shorter
-// grace (a force delete) still applies.
+// grace (a force delete) still applies: each call signals the running processes.
 func (w *podWorker) stop(grace time.Duration) {
-	w.mu.Lock()
-	if w.grace == 0 || grace < w.grace {
-		w.grace = grace
-	}
-	w.mu.Unlock()
 	w.stopOnce.Do(func() { close(w.stopping) })
 	for _, c := range w.all() {
 		c.terminate(grace)
@@ -134,6 +128,12 @@ func (w *podWorker) names() []string {
 	}
 	base := fmt.Sprintf("%s.%s.%s", h, w.pod.Spec.Subdomain, w.pod.Namespace)
 	return []string{base + ".svc.cluster.local", base + ".svc", base, h + "." + w.pod.Spec.Subdomain, h}
+}
+
+func (w *podWorker) network() *podNetwork {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.net
 }
 
 func (w *podWorker) hostsEntry() string {

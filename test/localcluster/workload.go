@@ -1,0 +1,126 @@
+package localcluster
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Writer commits rows (id, 'w') into app.t through whichever member primary() names, and
+// records every id a server acknowledged, and when, per member.
+type Writer struct {
+	mu      sync.Mutex
+	acked   []int
+	ackedOn map[string][]time.Time
+	quit    chan struct{}
+	done    chan struct{}
+}
+
+// StartWriter starts writing; db returns a pool to a member, primary the member to write to
+// ("" to wait).
+func StartWriter(db func(member string) (*sql.DB, error), primary func() string) *Writer {
+	w := &Writer{ackedOn: map[string][]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for id := 1_000_000; ; id++ {
+			select {
+			case <-w.quit:
+				return
+			default:
+			}
+			m := primary()
+			if m == "" {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			pool, err := db(m)
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err = pool.ExecContext(ctx, "INSERT INTO app.t VALUES (?, 'w')", id)
+			cancel()
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			w.mu.Lock()
+			w.acked = append(w.acked, id)
+			w.ackedOn[m] = append(w.ackedOn[m], time.Now())
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// Stop stops the writer and returns the acknowledged ids.
+func (w *Writer) Stop() []int {
+	close(w.quit)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]int(nil), w.acked...)
+}
+
+// FirstAckAfter waits up to timeout for a write member m acknowledged after since, and
+// returns how long after since it came (-1: none).
+func (w *Writer) FirstAckAfter(since time.Time, m string, timeout time.Duration) time.Duration {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		w.mu.Lock()
+		for _, at := range w.ackedOn[m] {
+			if at.After(since) {
+				w.mu.Unlock()
+				return at.Sub(since)
+			}
+		}
+		w.mu.Unlock()
+	}
+	return -1
+}
+
+// Missing returns the ids absent from app.t on db.
+func Missing(ctx context.Context, db *sql.DB, ids []int) ([]int, error) {
+	r, err := db.QueryContext(ctx, "SELECT id FROM app.t")
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	have := map[int]bool{}
+	for r.Next() {
+		var id int
+		if err := r.Scan(&id); err != nil {
+			return nil, err
+		}
+		have[id] = true
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	var lost []int
+	for _, id := range ids {
+		if !have[id] {
+			lost = append(lost, id)
+		}
+	}
+	return lost, nil
+}
+
+// CrashLoop SIGKILLs the container's process, and again each time it restarts, every 100 ms
+// until done reports true (it returns true) or timeout passes (false): a member that keeps
+// crashing, which the operator must fail over from.
+func (c *Cluster) CrashLoop(pod *corev1.Pod, container string, timeout time.Duration, done func() bool) bool {
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if pid, err := c.PID(pod, container); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if done() {
+			return true
+		}
+	}
+	return false
+}
