@@ -126,7 +126,8 @@ func Start(o Options) (c *Cluster, err error) {
 	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
 		select {
 		case <-c.done:
-			return false, fmt.Errorf("local-kubelet exited (log %s)", logf.Name())
+			b, _ := os.ReadFile(logf.Name())
+			return false, fmt.Errorf("local-kubelet exited; its log:\n%s", b)
 		default:
 		}
 		list, err := c.CP.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})

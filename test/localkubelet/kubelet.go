@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -100,8 +101,16 @@ func (r *Runtime) Run(ctx context.Context) error {
 		return err
 	}
 	defer r.shutdown()
-	if err := r.registerNodes(ctx); err != nil {
-		return err
+	// Retried: a freshly started API server may refuse the first requests.
+	var regErr error
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if regErr = r.registerNodes(ctx); regErr != nil {
+			klog.InfoS("Node registration failed, retrying", "err", regErr)
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("register nodes: %w (last error: %v)", err, regErr)
 	}
 	go r.heartbeat(ctx)
 
