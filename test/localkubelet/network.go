@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // ip runs ip(8) with args.
@@ -185,16 +190,29 @@ func Sweep(instance string) error {
 			_ = ip("link", "del", i.Name)
 		}
 	}
+	// Files of namespaces that are already gone.
+	etc, _ := filepath.Glob(filepath.Join("/etc/netns", prefix+"*"))
+	for _, d := range etc {
+		_ = os.RemoveAll(d)
+	}
+	_ = os.Remove("/etc/netns")
 	return nil
 }
 
-// killNamespace SIGKILLs every process in netns.
+// killNamespace SIGKILLs every process in netns and waits (up to 10 s) until none is left:
+// a process still alive holds its /etc/hosts bind mount, which keeps /etc/netns/<ns> busy.
 func killNamespace(netns string) {
-	out, err := exec.Command("ip", "netns", "pids", netns).Output()
-	if err != nil {
-		return
-	}
-	for _, p := range strings.Fields(string(out)) {
-		_ = exec.Command("kill", "-9", p).Run()
+	for i := 0; i < 100; i++ {
+		out, err := exec.Command("ip", "netns", "pids", netns).Output()
+		pids := strings.Fields(string(out))
+		if err != nil || len(pids) == 0 {
+			return
+		}
+		for _, p := range pids {
+			if pid, err := strconv.Atoi(p); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -173,6 +173,10 @@ func leftovers() error {
 			left = append(left, "link "+i.Name)
 		}
 	}
+	etc, _ := filepath.Glob("/etc/netns/mlk" + opts.Instance + "-*")
+	for _, d := range etc {
+		left = append(left, "file "+d)
+	}
 	out, _ = exec.Command("pgrep", "-f", "mysqlop-local-|mysqlop-cp-").Output()
 	for _, p := range strings.Fields(string(out)) {
 		left = append(left, "process "+p)
@@ -242,7 +246,7 @@ The pods are real processes; the operator runs in-cluster (namespace %s).
   export KUBECONFIG=%s
   %s get myc,pods,svc -o wide
   PW=$(%s get secret demo-credentials -o jsonpath='{.data.operator-password}' | base64 -d)
-  MYSQL_PWD="$PW" mariadb -h %s -u %s -e 'SELECT @@hostname, @@read_only'
+  MYSQL_PWD="$PW" mariadb -h %s -u %s -e 'SELECT @@hostname, @@global.read_only'
 
 Pod logs: %s/pods/<pod uid>/logs. Stop everything with: make local-down
 `, toReady, time.Since(start).Round(time.Millisecond), operatorNamespace, kubeconfig, kubectl, kubectl, pod.Status.PodIP, mysqlsql.OperatorUser, c.StateDir)
