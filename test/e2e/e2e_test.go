@@ -23,6 +23,7 @@ import (
 	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
+	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
 const (
@@ -44,35 +45,7 @@ func TestUserJourneys(t *testing.T) {
 	if _, err := lc.Kubectl(ctx, "create", "namespace", ns); err != nil {
 		t.Fatal(err)
 	}
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: app-password}
-stringData: {password: %s}
----
-apiVersion: mysqlop.io/v1alpha1
-kind: MySQLCluster
-metadata: {name: %s}
-spec:
-  flavor: mariadb
-  version: 10.11.6
-  members: 3
-  replication: {mode: semisync}
-  volumeClaimTemplate: {resources: {requests: {storage: 1Gi}}}
----
-apiVersion: mysqlop.io/v1alpha1
-kind: MySQLDatabase
-metadata: {name: app}
-spec: {clusterRef: {name: %s}, name: app}
----
-apiVersion: mysqlop.io/v1alpha1
-kind: MySQLUser
-metadata: {name: app}
-spec:
-  clusterRef: {name: %s}
-  user: app
-  passwordSecretRef: {name: app-password, key: password}
-  grants: [{privileges: [SELECT, INSERT, CREATE], database: app}]
-`, appPassword, name, name, name)
+	manifest := localcluster.ClusterManifest(name, appPassword)
 	path := filepath.Join(t.TempDir(), "cluster.yaml")
 	if err := os.WriteFile(path, []byte(manifest), 0o600); err != nil {
 		t.Fatal(err)
@@ -138,7 +111,7 @@ spec:
 		}
 		eventually(t, 2*time.Minute, replica+" recreated and ready", func(ctx context.Context) (bool, error) {
 			p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(ctx, replica, metav1.GetOptions{})
-			return err == nil && p.UID != old.UID && podReady(p), nil
+			return err == nil && p.UID != old.UID && localcluster.PodReady(p), nil
 		})
 		n := rows(t, primary)
 		waitRows(t, replica, n)
@@ -370,15 +343,6 @@ func pod(t *testing.T, name string) *corev1.Pod {
 	return p
 }
 
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 var (
 	dbMu sync.Mutex
 	dbs  = map[string]*sql.DB{}
@@ -439,7 +403,7 @@ func waitRows(t *testing.T, m string, n int) {
 
 func missing(t *testing.T, m string, ids []int) []int {
 	t.Helper()
-	lost, err := localcluster.Missing(context.Background(), appDB(t, m), ids)
+	lost, err := mariadb.Lost(context.Background(), appDB(t, m), ids)
 	if err != nil {
 		t.Fatal(err)
 	}

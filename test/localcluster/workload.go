@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"sync"
 	"syscall"
 	"time"
@@ -83,31 +84,49 @@ func (w *Writer) FirstAckAfter(since time.Time, m string, timeout time.Duration)
 	return -1
 }
 
-// Missing returns the ids absent from app.t on db.
-func Missing(ctx context.Context, db *sql.DB, ids []int) ([]int, error) {
-	r, err := db.QueryContext(ctx, "SELECT id FROM app.t")
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	have := map[int]bool{}
-	for r.Next() {
-		var id int
-		if err := r.Scan(&id); err != nil {
-			return nil, err
+// ClusterManifest is a three-member semi-sync MariaDB MySQLCluster named cluster with an
+// application account app (password appPassword, in the Secret app-password) that may
+// SELECT, INSERT and CREATE in the schema app, declared as a MySQLUser and a MySQLDatabase.
+func ClusterManifest(cluster, appPassword string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata: {name: app-password}
+stringData: {password: %s}
+---
+apiVersion: mysqlop.io/v1alpha1
+kind: MySQLCluster
+metadata: {name: %s}
+spec:
+  flavor: mariadb
+  version: 10.11.6
+  members: 3
+  replication: {mode: semisync}
+  volumeClaimTemplate: {resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: mysqlop.io/v1alpha1
+kind: MySQLDatabase
+metadata: {name: app}
+spec: {clusterRef: {name: %s}, name: app}
+---
+apiVersion: mysqlop.io/v1alpha1
+kind: MySQLUser
+metadata: {name: app}
+spec:
+  clusterRef: {name: %s}
+  user: app
+  passwordSecretRef: {name: app-password, key: password}
+  grants: [{privileges: [SELECT, INSERT, CREATE], database: app}]
+`, appPassword, cluster, cluster, cluster)
+}
+
+// PodReady reports the pod's Ready condition.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
 		}
-		have[id] = true
 	}
-	if err := r.Err(); err != nil {
-		return nil, err
-	}
-	var lost []int
-	for _, id := range ids {
-		if !have[id] {
-			lost = append(lost, id)
-		}
-	}
-	return lost, nil
+	return false
 }
 
 // CrashLoop SIGKILLs the container's process, and again each time it restarts, every 100 ms

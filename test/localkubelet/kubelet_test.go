@@ -95,7 +95,7 @@ while true; do sleep 0.2; done`
 	if err != nil {
 		t.Fatal(err)
 	}
-	p = waitPod(t, lc, ns, p.Name, "Ready", func(p *corev1.Pod) bool { return ready(p) })
+	p = waitPod(t, lc, ns, p.Name, "Ready", func(p *corev1.Pod) bool { return localcluster.PodReady(p) })
 	log := lc.Log(p, "main")
 	for _, want := range []string{"uid=1234 gid=1234", " 2000", "host=web-0", "greeting=hello", "token=s3cr3t", "expanded=x-runtime-check",
 		"prepared", "from-configmap", "check", p.Status.PodIP + " web-0.web.rt.svc.cluster.local"} {
@@ -116,7 +116,7 @@ while true; do sleep 0.2; done`
 		t.Fatal(err)
 	}
 	p = waitPod(t, lc, ns, p.Name, "restarted and Ready again", func(p *corev1.Pod) bool {
-		return ready(p) && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == 1
+		return localcluster.PodReady(p) && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount == 1
 	})
 	if last := p.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.ExitCode != 137 {
 		t.Errorf("last termination %+v, want exit code 137 (SIGKILL)", last)
@@ -178,13 +178,4 @@ func waitPod(t *testing.T, lc *localcluster.Cluster, ns, name, what string, cond
 		t.Fatalf("pod %s not %s: %v\n%s", name, what, err, msg)
 	}
 	return p
-}
-
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

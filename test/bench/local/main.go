@@ -27,6 +27,7 @@ import (
 	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
+	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
 const appPassword = "bench-app-Pa55"
@@ -97,26 +98,7 @@ func once(ctx context.Context, lc *localcluster.Cluster, mysql versioned.Interfa
 	if _, err := lc.Kubectl(ctx, "create", "namespace", ns); err != nil {
 		return r, err
 	}
-	manifest := fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: app-password}
-stringData: {password: %s}
----
-apiVersion: mysqlop.io/v1alpha1
-kind: MySQLCluster
-metadata: {name: db}
-spec: {flavor: mariadb, version: 10.11.6, members: 3, replication: {mode: semisync}, volumeClaimTemplate: {resources: {requests: {storage: 1Gi}}}}
----
-apiVersion: mysqlop.io/v1alpha1
-kind: MySQLDatabase
-metadata: {name: app}
-spec: {clusterRef: {name: db}, name: app}
----
-apiVersion: mysqlop.io/v1alpha1
-kind: MySQLUser
-metadata: {name: app}
-spec: {clusterRef: {name: db}, user: app, passwordSecretRef: {name: app-password, key: password}, grants: [{privileges: [SELECT, INSERT, CREATE], database: app}]}
-`, appPassword)
+	manifest := localcluster.ClusterManifest("db", appPassword)
 	dir, err := os.MkdirTemp("", "mysqlop-bench-local-")
 	if err != nil {
 		return r, err
@@ -207,7 +189,7 @@ spec: {clusterRef: {name: db}, user: app, passwordSecretRef: {name: app-password
 	if err != nil {
 		return r, err
 	}
-	lost, err := localcluster.Missing(ctx, d, acked)
+	lost, err := mariadb.Lost(ctx, d, acked)
 	if err != nil {
 		return r, err
 	}
