@@ -208,7 +208,7 @@ func Decide(spec Spec, instances []Instance) Decision {
 		problems = append(problems, fmt.Sprintf("errant transactions on %v", d.Errant))
 	}
 	if len(broken) > 0 {
-		problems = append(problems, fmt.Sprintf("replication stopped with an error on %v", broken))
+		problems = append(problems, fmt.Sprintf("replication stopped with an error on %v (re-seed a member that diverged; see docs/clustering.md)", broken))
 	}
 	if len(missing) > 0 {
 		problems = append(problems, fmt.Sprintf("unreachable: %v", missing))
@@ -224,10 +224,13 @@ func Decide(spec Spec, instances []Instance) Decision {
 	return d
 }
 
-// replicaBroken: a replication thread stopped with an error that reconfiguring cannot fix.
+// replicaBroken: a replication thread stopped with an error that reconfiguring cannot fix: an
+// SQL error, or the source refusing the replica's position (error 1236: it diverged, as a
+// crashed primary that kept a commit no replica acknowledged does, or needs purged binlogs).
+// Such a member needs re-seeding; repointing it every round would change nothing.
 func replicaBroken(in Instance) bool {
 	r := in.Status.Replica
-	return r != nil && !r.SQLRunning && r.LastSQLError != ""
+	return r != nil && (!r.SQLRunning && r.LastSQLError != "" || !r.IORunning && strings.Contains(r.LastIOError, "1236"))
 }
 
 // replicaFollows: replicating from the primary with both threads running and acknowledging

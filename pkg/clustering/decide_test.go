@@ -51,6 +51,9 @@ func TestDecide(t *testing.T) {
 	stoppedWithError := replicaInst(1, 0, "0-100-5", "0-100-5")
 	stoppedWithError.Status.Replica.SQLRunning = false
 	stoppedWithError.Status.Replica.LastSQLError = "Duplicate entry '1' for key 'PRIMARY'"
+	diverged := replicaInst(1, 0, "0-100-10", "0-100-10")
+	diverged.Status.Replica.IORunning = false
+	diverged.Status.Replica.LastIOError = "Got fatal error 1236 from master when reading data from binary log: 'Error: connecting slave requested to start from GTID 0-100-10, which is not in the master's binlog'"
 	ioStopped := replicaInst(1, 0, "0-100-9", "0-100-9")
 	ioStopped.Status.Replica.IORunning = false
 	wrongSource := replicaInst(2, 1, "0-100-9", "0-100-9")
@@ -94,6 +97,13 @@ func TestDecide(t *testing.T) {
 			name:      "replica stopped with an error",
 			spec:      spec(0),
 			instances: []Instance{primaryInst(0, "0-100-9"), stoppedWithError, replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, primary: 0, ready: []bool{true, false, true},
+		},
+		{
+			// A crashed primary that kept an unacknowledged commit: repointing cannot help.
+			name:      "replica the source refuses (1236) is broken, not reconfigured",
+			spec:      spec(0),
+			instances: []Instance{primaryInst(0, "0-101-12"), diverged, replicaInst(2, 0, "0-101-12", "0-101-12")},
 			state:     Degraded, primary: 0, ready: []bool{true, false, true},
 		},
 		{

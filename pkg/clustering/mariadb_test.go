@@ -4,11 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
+	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
@@ -293,5 +297,69 @@ func TestFailoverRightAfterSwitchoverOnMariaDB(t *testing.T) {
 	var tables int
 	if err := c.db(d.Primary).QueryRow("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'app'").Scan(&tables); err != nil || tables != 1 {
 		t.Errorf("new primary %d has %d app tables: %v", d.Primary, tables, err)
+	}
+}
+
+// A primary that crashes with a commit written to its binlog but not yet acknowledged by a
+// replica (semi-sync AFTER_SYNC: prepared in InnoDB, waiting) keeps it: MariaDB's crash
+// recovery commits prepared transactions it finds in the binlog (so no acknowledged write is
+// lost, but the old primary now holds one the new primary never saw). After the failover it
+// cannot follow the new primary, which refuses its position (error 1236). The manager must
+// report it broken, Degraded with the reason, and stop repointing it: it needs re-seeding.
+func TestCrashedPrimaryWithAnUnacknowledgedCommitIsReportedDivergedOnMariaDB(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.Flavor = v1alpha1.FlavorMariaDB
+		c.Spec.Replication.Mode = v1alpha1.ReplicationSemiSync
+	})
+	servers := mariadb.Start(t, 3, mariadb.Options{MyCnf: configmap.Render(c)})
+	cl := &cluster{t: t, servers: servers, m: clustering.NewManager(mariadb.Operator(servers), 3)}
+	cl.m.ProbeTimeout = time.Second
+	cl.converge("bootstrap", 30*time.Second, healthy(0))
+	ctx := context.Background()
+	if err := mariadb.CreateApp(ctx, cl.db(0)); err != nil {
+		t.Fatal(err)
+	}
+	cl.checksum(1, cl.executed(0))
+	cl.checksum(2, cl.executed(0))
+	before := cl.executed(0).String()
+	// No acknowledgement can come: the commit waits after its binlog sync.
+	exec(t, cl.db(1), "STOP SLAVE IO_THREAD")
+	exec(t, cl.db(2), "STOP SLAVE IO_THREAD")
+	go func() { _, _ = cl.db(0).Exec("INSERT INTO app.t VALUES (424242, 'unacknowledged')") }()
+	for deadline := time.Now().Add(10 * time.Second); cl.executed(0).String() == before; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the insert never reached the binlog")
+		}
+	}
+	servers[0].Kill()
+	exec(t, cl.db(1), "START SLAVE IO_THREAD")
+	exec(t, cl.db(2), "START SLAVE IO_THREAD")
+	d := cl.converge("failover", 30*time.Second, func(d clustering.Decision) bool { return d.Primary > 0 })
+	newPrimary := d.Primary
+	// The new primary's history moves past the old one's sequence number: GTID positions alone
+	// no longer tell the old primary's extra commit apart.
+	for i := 0; i < 5; i++ {
+		exec(t, cl.db(newPrimary), "INSERT INTO app.t VALUES (?, 'after the failover')", 500+i)
+	}
+
+	servers[0].Restart()
+	var n int
+	if err := cl.db(0).QueryRow("SELECT COUNT(*) FROM app.t WHERE id = 424242").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the unacknowledged commit after crash recovery: %d rows (%v); MariaDB is expected to keep it", n, err)
+	}
+	if err := cl.db(newPrimary).QueryRow("SELECT COUNT(*) FROM app.t WHERE id = 424242").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the new primary has the unacknowledged commit: %d rows (%v)", n, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		d, err := cl.m.Step(ctx)
+		if err == nil && d.Primary == newPrimary && d.State == clustering.Degraded && !d.Ready[0] && d.Op.Kind == clustering.OpNone &&
+			strings.Contains(d.Reason, "replication stopped with an error on [0]") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("diverged member not reported: last decision %s %q (%s), error %v", d.State, d.Op.Kind, d.Reason, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

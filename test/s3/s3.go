@@ -46,8 +46,14 @@ type Server struct {
 	Dir string
 }
 
-// Start runs a server with bucket Bucket.
+// Start runs a server with bucket Bucket on a loopback port.
 func Start(t T) *Server {
+	t.Helper()
+	return StartOn(t, "127.0.0.1")
+}
+
+// StartOn is Start on an address of host (such as a pod bridge's, for pods to reach).
+func StartOn(t T, host string) *Server {
 	t.Helper()
 	bin := filepath.Join(framework.RepoRoot(), "_output", "bin", "versitygw")
 	if _, err := os.Stat(bin); err != nil {
@@ -65,7 +71,7 @@ func Start(t T) *Server {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	addr := net.JoinHostPort(host, fmt.Sprint(port))
 	log, err := os.Create(filepath.Join(dir, "versitygw.log"))
 	if err != nil {
 		t.Fatalf("%v", err)
