@@ -25,7 +25,7 @@ build: ## Build mysql-operator, mysql-agent and the test runtime local-kubelet (
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mysql-operator ./cmd/mysql-agent ./test/localkubelet/cmd/local-kubelet
 
 .PHONY: local-up
-local-up: tools build ## Main job: a local cluster whose pods are real processes, the operator installed by helm, a Ready 3-member MariaDB cluster (returns; make local-down stops it).
+local-up: deps tools build ## Main job: a local cluster whose pods are real processes, the operator installed by helm, a Ready 3-member MariaDB cluster (returns; make local-down stops it).
 	$(GO) run ./test/localup up
 
 .PHONY: local-down
@@ -44,6 +44,10 @@ verify: ## Fail on stale generated code, CRDs or rendered manifests, a chart hel
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
+.PHONY: deps
+deps: ## Install the Debian packages the tests and the local cluster need (MariaDB, iproute2, util-linux), when missing.
+	hack/install-deps.sh
+
 .PHONY: tools
 tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, helm and versitygw from source (only what is missing or stale).
 	hack/build-tools.sh
@@ -52,11 +56,11 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 test: test-unit test-integration ## Run the whole test suite (the README's test command): unit, then integration tests.
 
 .PHONY: test-unit
-test-unit: tools ## Run the package tests (no control plane; real MariaDB and, for storage, versitygw from _output/bin).
+test-unit: deps tools ## Run the package tests (no control plane; real MariaDB and, for storage, versitygw from _output/bin).
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration
-test-integration: tools build ## Run the integration and end-to-end suites against a real control plane (verbose: the log names the components).
+test-integration: deps tools build ## Run the integration and end-to-end suites against a real control plane (verbose: the log names the components).
 	$(GO) test -race -count=1 -timeout 30m -v ./test/...
 
 .PHONY: bench
@@ -72,7 +76,7 @@ bench-failover: ## Failover benchmark on real MariaDB: SIGKILL of the primary to
 	$(GO) run ./test/bench/failover -runs 20
 
 .PHONY: bench-local
-bench-local: tools build ## Local-cluster benchmark (root): apply to Healthy of a real 3-member MariaDB cluster and failover of a crash-looping primary, 5 runs.
+bench-local: deps tools build ## Local-cluster benchmark (root): apply to Healthy of a real 3-member MariaDB cluster and failover of a crash-looping primary, 5 runs.
 	$(GO) run ./test/bench/local -runs 5
 
 .PHONY: dev-cluster
