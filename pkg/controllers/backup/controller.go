@@ -20,7 +20,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -406,11 +405,8 @@ func ObjectName(b *v1alpha1.MySQLBackup) string {
 
 // setComplete sets the Complete condition and reports whether its status or reason changed.
 func setComplete(st *v1alpha1.MySQLBackupStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {
-	prev := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionComplete)
-	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != msg
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionComplete, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
 	st.ObservedGeneration = gen
-	return changed
+	return sqlobject.SetComplete(&st.Conditions, gen, status, reason, msg)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackup, st *v1alpha1.MySQLBackupStatus) error {

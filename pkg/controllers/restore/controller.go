@@ -14,7 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -240,7 +239,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	status.Phase, status.Member = v1alpha1.JobRunning, cl.Status.Primary
 	t := metav1.NewTime(st.StartTime)
 	status.StartTime = &t
-	setComplete(status, cached.Generation, metav1.ConditionUnknown, "Running", msg)
+	setComplete(status, cached.Generation, metav1.ConditionUnknown, backup.ReasonRunning, msg)
 	c.worker.Queue.AddAfter(key, pollInterval)
 	return c.writeStatus(ctx, cached, status)
 }
@@ -272,7 +271,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 		status.CompletionTime = &t
 	}
 	msg := fmt.Sprintf("Loaded %s (%d bytes) through the primary %s", st.Location, st.Size, m)
-	setComplete(status, cached.Generation, metav1.ConditionTrue, "Completed", msg)
+	setComplete(status, cached.Generation, metav1.ConditionTrue, backup.ReasonCompleted, msg)
 	c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreCompleted, msg)
 	return c.writeStatus(ctx, cached, status)
 }
@@ -282,7 +281,7 @@ func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLRestore, ms
 	status.Phase = v1alpha1.JobFailed
 	now := metav1.Now()
 	status.CompletionTime = &now
-	setComplete(status, cached.Generation, metav1.ConditionFalse, "Failed", msg)
+	setComplete(status, cached.Generation, metav1.ConditionFalse, backup.ReasonFailed, msg)
 	c.recorder.Event(cached, corev1.EventTypeWarning, events.RestoreFailed, msg)
 	return c.writeStatus(ctx, cached, status)
 }
@@ -290,13 +289,13 @@ func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLRestore, ms
 func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLRestore, msg string) error {
 	status := cached.Status.DeepCopy()
 	status.Phase = v1alpha1.JobPending
-	setComplete(status, cached.Generation, metav1.ConditionUnknown, "Waiting", msg)
+	setComplete(status, cached.Generation, metav1.ConditionUnknown, backup.ReasonWaiting, msg)
 	return c.writeStatus(ctx, cached, status)
 }
 
 func setComplete(st *v1alpha1.MySQLRestoreStatus, gen int64, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionComplete, Status: status, Reason: reason, Message: msg, ObservedGeneration: gen})
 	st.ObservedGeneration = gen
+	sqlobject.SetComplete(&st.Conditions, gen, status, reason, msg)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLRestore, st *v1alpha1.MySQLRestoreStatus) error {
