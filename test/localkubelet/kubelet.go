@@ -218,9 +218,8 @@ func (r *Runtime) shutdown() {
 	for _, p := range created {
 		_ = os.Remove(p)
 	}
+	// Also removes /etc/netns once empty.
 	_ = Sweep(r.opts.Instance)
-	// ip netns exec looks for per-namespace files here; remove the directory once empty.
-	_ = os.Remove("/etc/netns")
 }
 
 // ensureTarget makes a mount point that does not exist on the host (a directory, or an empty

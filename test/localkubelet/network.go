@@ -190,7 +190,8 @@ func Sweep(instance string) error {
 			_ = ip("link", "del", i.Name)
 		}
 	}
-	// Files of namespaces that are already gone.
+	// Files of namespaces that are already gone, then the directory ip netns exec reads
+	// them from, once empty.
 	etc, _ := filepath.Glob(filepath.Join("/etc/netns", prefix+"*"))
 	for _, d := range etc {
 		_ = os.RemoveAll(d)
