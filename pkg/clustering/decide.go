@@ -27,6 +27,9 @@ const (
 	FailingOver State = "FailingOver"
 	// Lost: no instance can safely be the primary; a person has to look.
 	Lost State = "Lost"
+	// Fenced: writes are stopped on request (a restore runs): the primary is read-only and
+	// every replica follows it; nothing fails over.
+	Fenced State = "Fenced"
 )
 
 // OpKind is the kind of the one operation a decision asks for.
@@ -52,6 +55,9 @@ type Operation struct {
 	From int
 	// Targets are the instances the operation changes (replicas to configure, writables to fence).
 	Targets []int
+	// ReadOnly, for BootstrapPrimary and ConfigurePrimary, configures the primary but leaves it
+	// read-only: the cluster is fenced.
+	ReadOnly bool
 }
 
 // Instance is what gathering learned about one member.
@@ -81,6 +87,15 @@ type Spec struct {
 	// Errant are instances found with errant transactions earlier; they stay errant until a
 	// person re-seeds them, even when the primary that showed it is gone.
 	Errant []int
+	// Fence, when not empty, stops writes and says why (a restore runs): the primary is kept
+	// read-only and is not ready, nothing fails over or switches over, and no new errant
+	// instance is recorded (members are being re-filled on purpose). Replicas are still set
+	// up to follow the primary.
+	Fence string
+	// Hold, with Fence, runs no operation at all: members are being replaced under the
+	// manager (a physical restore restarts them onto restored data), and replication between
+	// old and new data must never be set up.
+	Hold bool
 }
 
 // Decision is the outcome of Decide.
@@ -103,6 +118,16 @@ func writable(in Instance) bool { return in.Status != nil && !in.Status.ReadOnly
 
 // Decide is pure: same input, same decision, no I/O.
 func Decide(spec Spec, instances []Instance) Decision {
+	d := decide(spec, instances)
+	if spec.Fence != "" && spec.Hold {
+		d.Op = Operation{}
+		d.Reason = "holding every operation while members restart (" + spec.Fence + "): " + d.Reason
+	}
+	return d
+}
+
+func decide(spec Spec, instances []Instance) Decision {
+	fenced := spec.Fence != ""
 	d := Decision{Primary: -1, Ready: make([]bool, len(instances)), Errant: slices.Clone(spec.Errant)}
 	up := 0
 	for _, in := range instances {
@@ -123,6 +148,11 @@ func Decide(spec Spec, instances []Instance) Decision {
 
 	// The recorded primary is down: fail over to the most advanced safe replica.
 	if !reachable(instances[primary]) {
+		if fenced {
+			d.State, d.Primary = Degraded, primary
+			d.Reason = fmt.Sprintf("primary %d is unreachable; writes are stopped (%s), so it does not fail over", primary, spec.Fence)
+			return d
+		}
 		if !spec.PrimaryDown {
 			d.State, d.Primary = Degraded, primary
 			d.Reason = fmt.Sprintf("primary %d is unreachable; waiting before failing over", primary)
@@ -147,9 +177,10 @@ func Decide(spec Spec, instances []Instance) Decision {
 	}
 
 	p := instances[primary]
-	// Errant transactions: anything a replica executed that the primary does not have.
+	// Errant transactions: anything a replica executed that the primary does not have. Not
+	// while fenced: a restore replaces data on purpose, and no application can write meanwhile.
 	for _, in := range instances {
-		if in.Index == primary || !reachable(in) || slices.Contains(d.Errant, in.Index) {
+		if fenced || in.Index == primary || !reachable(in) || slices.Contains(d.Errant, in.Index) {
 			continue
 		}
 		if !in.Status.Executed.Subtract(p.Status.Executed).IsEmpty() {
@@ -158,13 +189,21 @@ func Decide(spec Spec, instances []Instance) Decision {
 	}
 	slices.Sort(d.Errant)
 
-	if !writable(p) || (spec.SemiSync && !p.Status.SemiSyncSource) || (!spec.SemiSync && p.Status.SemiSyncSource) {
+	semiSyncOK := spec.SemiSync == p.Status.SemiSyncSource
+	switch {
+	case fenced && writable(p):
 		d.State = Degraded
-		d.Op = Operation{Kind: OpConfigurePrimary, Primary: primary}
+		d.Op = Operation{Kind: OpFenceWritable, Primary: primary, Targets: []int{primary}}
+		d.Reason = fmt.Sprintf("stopping writes on primary %d: %s", primary, spec.Fence)
+		return d
+	case !semiSyncOK || (!fenced && !writable(p)):
+		d.State = Degraded
+		d.Op = Operation{Kind: OpConfigurePrimary, Primary: primary, ReadOnly: fenced}
 		d.Reason = fmt.Sprintf("configuring primary %d", primary)
 		return d
 	}
-	d.Ready[primary] = true
+	// A fenced primary takes no writes, so it does not play its role: not ready.
+	d.Ready[primary] = !fenced
 
 	var toConfigure, broken, missing []int
 	for _, in := range instances {
@@ -184,7 +223,7 @@ func Decide(spec Spec, instances []Instance) Decision {
 		}
 	}
 
-	if t := spec.SwitchoverTo; t >= 0 && t != primary && t < len(instances) {
+	if t := spec.SwitchoverTo; !fenced && t >= 0 && t != primary && t < len(instances) {
 		if d.Ready[t] {
 			d.State = Degraded
 			d.Op = Operation{Kind: OpSwitchover, From: primary, Primary: t, Targets: others(instances, t)}
@@ -216,11 +255,16 @@ func Decide(spec Spec, instances []Instance) Decision {
 	if len(instances) < spec.Members {
 		problems = append(problems, fmt.Sprintf("%d of %d members exist", len(instances), spec.Members))
 	}
-	if len(problems) > 0 {
+	switch {
+	case len(problems) > 0 && fenced:
+		d.State, d.Reason = Degraded, strings.Join(problems, "; ")+"; writes are stopped ("+spec.Fence+")"
+	case len(problems) > 0:
 		d.State, d.Reason = Degraded, strings.Join(problems, "; ")
-		return d
+	case fenced:
+		d.State, d.Reason = Fenced, fmt.Sprintf("writes are stopped (%s): primary %d is read-only and every replica follows it", spec.Fence, primary)
+	default:
+		d.State, d.Reason = Healthy, fmt.Sprintf("primary %d and every replica are healthy", primary)
 	}
-	d.State, d.Reason = Healthy, fmt.Sprintf("primary %d and every replica are healthy", primary)
 	return d
 }
 
@@ -263,7 +307,7 @@ func decideWithoutPrimary(spec Spec, instances []Instance, d Decision) Decision 
 	if len(writables) == 1 {
 		// One writable instance is the primary someone (or an earlier decision) made.
 		spec.Primary = writables[0]
-		return Decide(spec, instances)
+		return decide(spec, instances)
 	}
 	if len(writables) > 1 {
 		d.State, d.Reason = Lost, fmt.Sprintf("instances %v are all writable and none is recorded as primary", writables)
@@ -283,7 +327,7 @@ func decideWithoutPrimary(spec Spec, instances []Instance, d Decision) Decision 
 	}
 	if empty {
 		d.State, d.Primary = Bootstrapping, 0
-		d.Op = Operation{Kind: OpBootstrapPrimary, Primary: 0}
+		d.Op = Operation{Kind: OpBootstrapPrimary, Primary: 0, ReadOnly: spec.Fence != ""}
 		d.Reason = "bootstrapping instance 0 as the first primary"
 		return d
 	}
@@ -291,7 +335,7 @@ func decideWithoutPrimary(spec Spec, instances []Instance, d Decision) Decision 
 	for _, in := range instances {
 		if containsAll(in.Status.Executed, instances) {
 			spec.Primary = in.Index
-			return Decide(spec, instances)
+			return decide(spec, instances)
 		}
 	}
 	d.State, d.Reason = Lost, "instances hold diverging data and none is recorded as primary"

@@ -46,6 +46,17 @@ func spec(primary int) Spec {
 	return Spec{Members: 3, SemiSync: true, Primary: primary, SwitchoverTo: -1}
 }
 
+// fenced is s with writes stopped for a restore (and every operation held if hold).
+func fenced(s Spec, hold bool) Spec {
+	s.Fence, s.Hold = "MySQLRestore undo", hold
+	return s
+}
+
+// restored is an instance just restarted onto restored data: read-only, no replication.
+func restored(i int, exec string) Instance {
+	return Instance{Index: i, Host: "h", Port: port(i), Status: &mysql.Status{ReadOnly: true, Executed: pos(exec)}}
+}
+
 func TestDecide(t *testing.T) {
 	lagging := replicaInst(2, 0, "0-100-5", "0-100-9")
 	stoppedWithError := replicaInst(1, 0, "0-100-5", "0-100-5")
@@ -69,6 +80,8 @@ func TestDecide(t *testing.T) {
 	primaryDown.PrimaryDown = true
 	knownErrant := primaryDown
 	knownErrant.Errant = []int{2}
+	fencedPrimary := primaryInst(0, "0-100-9")
+	fencedPrimary.Status.ReadOnly = true
 
 	for _, tc := range []struct {
 		name      string
@@ -209,6 +222,66 @@ func TestDecide(t *testing.T) {
 			state:     Degraded, op: OpSwitchover, primary: 2, targets: []int{0, 1}, ready: []bool{true, true, true},
 		},
 		{
+			name:      "fenced: the writable primary is made read-only",
+			spec:      fenced(spec(0), false),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, op: OpFenceWritable, primary: 0, targets: []int{0}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "fenced: read-only primary and following replicas",
+			spec:      fenced(spec(0), false),
+			instances: []Instance{fencedPrimary, replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Fenced, primary: 0, ready: []bool{false, true, true},
+		},
+		{
+			name:      "fenced: a primary that is down never fails over",
+			spec:      fenced(primaryDown, false),
+			instances: []Instance{down(0), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Degraded, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "fenced: a restarted primary is configured but stays read-only",
+			spec:      fenced(spec(0), false),
+			instances: []Instance{restored(0, "0-100-9"), restored(1, "0-100-9"), restored(2, "0-100-9")},
+			state:     Degraded, op: OpConfigurePrimary, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "fenced: restarted replicas are configured to follow",
+			spec:      fenced(spec(0), false),
+			instances: []Instance{fencedPrimary, restored(1, "0-100-9"), restored(2, "0-100-9")},
+			state:     Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{1, 2}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "fenced: members re-filled on purpose are not taken for errant",
+			spec:      fenced(spec(0), false),
+			instances: []Instance{fencedPrimary, replicaInst(1, 0, "0-100-12", "0-100-12"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Fenced, primary: 0, ready: []bool{false, true, true},
+		},
+		{
+			name:      "fenced: a requested switchover waits",
+			spec:      fenced(switchover, false),
+			instances: []Instance{fencedPrimary, replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     Fenced, primary: 0, ready: []bool{false, true, true},
+		},
+		{
+			name:      "fenced: a new cluster bootstraps read-only",
+			spec:      fenced(spec(-1), false),
+			instances: []Instance{emptyInst(0), emptyInst(1), emptyInst(2)},
+			state:     Bootstrapping, op: OpBootstrapPrimary, primary: 0, ready: []bool{false, false, false},
+		},
+		{
+			name:      "held: nothing is done while members restart",
+			spec:      fenced(spec(0), true),
+			instances: []Instance{fencedPrimary, restored(1, "0-100-9"), replicaInst(2, 0, "0-100-12", "0-100-12")},
+			state:     Degraded, primary: 0, ready: []bool{false, false, true},
+		},
+		{
+			name:      "held: not even a writable primary is touched",
+			spec:      fenced(primaryDown, true),
+			instances: []Instance{down(0), restored(1, "0-100-9"), restored(2, "0-100-9")},
+			state:     Degraded, primary: 0, ready: []bool{false, false, false},
+		},
+		{
 			name:      "lost status: the one writable instance is the primary",
 			spec:      spec(-1),
 			instances: []Instance{replicaInst(0, 1, "0-100-9", "0-100-9"), primaryInst(1, "0-100-9"), replicaInst(2, 1, "0-100-9", "0-100-9")},
@@ -254,8 +327,28 @@ func checkInvariants(t *testing.T, spec Spec, instances []Instance, d Decision) 
 			t.Errorf("unreachable instance %d is ready", i)
 		}
 	}
-	if writables > 1 && d.Op.Kind != OpFenceWritable && d.State != Lost {
+	if writables > 1 && d.Op.Kind != OpFenceWritable && d.State != Lost && !spec.Hold {
 		t.Errorf("%d writable instances and no fencing", writables)
+	}
+	if spec.Fence != "" {
+		// Writes stay stopped: no promotion, no writable primary, the primary out of service.
+		switch d.Op.Kind {
+		case OpFailover, OpSwitchover:
+			t.Errorf("fenced cluster runs %s", d.Op.Kind)
+		case OpBootstrapPrimary, OpConfigurePrimary:
+			if !d.Op.ReadOnly {
+				t.Errorf("fenced cluster makes %d writable", d.Op.Primary)
+			}
+		}
+		if d.Primary >= 0 && d.Ready[d.Primary] {
+			t.Errorf("fenced primary %d is ready", d.Primary)
+		}
+		if spec.Hold && d.Op.Kind != OpNone {
+			t.Errorf("held cluster runs %s", d.Op.Kind)
+		}
+		if len(d.Errant) > len(spec.Errant) {
+			t.Errorf("fenced cluster recorded new errant instances %v", d.Errant)
+		}
 	}
 	if d.Op.Kind == OpFailover {
 		// No acknowledged write is lost: the candidate holds everything any reachable replica,

@@ -25,6 +25,8 @@ type Manager struct {
 	errant          []int
 	primaryFailures int
 	switchoverTo    int
+	fence           string
+	hold            bool
 	observed        []Instance
 }
 
@@ -53,6 +55,14 @@ func (m *Manager) Primary() int { return int(m.published.Load()) }
 
 // RequestSwitchover asks for to to become the primary at the next steps.
 func (m *Manager) RequestSwitchover(to int) { m.switchoverTo = to }
+
+// SetFence stops writes from the next step on, for the reason given ("" lifts the fence);
+// hold also stops every operation (see Spec.Fence and Spec.Hold).
+func (m *Manager) SetFence(reason string, hold bool) { m.fence, m.hold = reason, hold && reason != "" }
+
+// ClearErrant forgets the errant instances: every member was re-filled from one backup, so
+// none holds transactions of its own any more.
+func (m *Manager) ClearErrant() { m.errant = nil }
 
 // Gather reads every instance's state, each bounded by ProbeTimeout. The recorded primary is
 // read last: a replica read after the primary could show transactions committed in between
@@ -90,6 +100,7 @@ func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	d := Decide(Spec{
 		Members: m.Members, SemiSync: m.Operator.SemiSync, Primary: m.primary,
 		PrimaryDown: m.primaryFailures >= m.FailoverAfter, SwitchoverTo: m.switchoverTo, Errant: m.errant,
+		Fence: m.fence, Hold: m.hold,
 	}, instances)
 	m.errant = d.Errant
 	if err := m.Operator.Run(ctx, d.Op); err != nil {

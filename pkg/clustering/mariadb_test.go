@@ -363,3 +363,45 @@ func TestCrashedPrimaryWithAnUnacknowledgedCommitIsReportedDivergedOnMariaDB(t *
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A fence stops the application's writes on three real servers: the primary turns read-only
+// and out of service, the operator's own account still writes and its writes replicate, a
+// primary that dies meanwhile is not failed over, and lifting the fence brings writes back.
+func TestFenceStopsWritesOnMariaDB(t *testing.T) {
+	c := newCluster(t, 3)
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	createApp(t, c, 0)
+	app := c.servers[0].Conn(mariadb.AppUser, mariadb.AppPassword)
+	exec(t, app, "INSERT INTO app.t VALUES (1, 'before')")
+
+	c.m.SetFence("MySQLRestore undo", false)
+	d := c.converge("fenced", 30*time.Second, func(d clustering.Decision) bool { return d.State == clustering.Fenced })
+	if !slices.Equal(d.Ready, []bool{false, true, true}) || d.Primary != 0 {
+		t.Fatalf("fenced decision: primary %d ready %v (%s)", d.Primary, d.Ready, d.Reason)
+	}
+	if _, err := app.Exec("INSERT INTO app.t VALUES (2, 'while fenced')"); err == nil || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("application write while fenced: %v", err)
+	}
+	// What a restore does: write through the operator's account; it replicates.
+	exec(t, c.db(0), "INSERT INTO app.t VALUES (3, 'restored')")
+	c.assertConverged(0, 1, 2)
+
+	// The primary dies while fenced: no failover, however long it stays down.
+	c.servers[0].Kill()
+	for range 5 {
+		d, err := c.m.Step(context.Background())
+		if err != nil || d.Op.Kind != clustering.OpNone || d.Primary != 0 {
+			t.Fatalf("fenced cluster with its primary down: %s %q primary %d (%v)", d.State, d.Op.Kind, d.Primary, err)
+		}
+	}
+	c.servers[0].Restart()
+	c.converge("fenced again after the restart", 30*time.Second, func(d clustering.Decision) bool { return d.State == clustering.Fenced })
+	if writableCount(t, c) != 0 {
+		t.Fatal("a fenced cluster has a writable instance")
+	}
+
+	c.m.SetFence("", false)
+	c.converge("writes back", 30*time.Second, healthy(0))
+	exec(t, app, "INSERT INTO app.t VALUES (4, 'after')")
+	c.assertConverged(0, 1, 2)
+}

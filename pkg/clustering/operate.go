@@ -40,7 +40,7 @@ func (o *Operator) Run(ctx context.Context, op Operation) error {
 	case OpNone:
 		return nil
 	case OpBootstrapPrimary, OpConfigurePrimary:
-		return o.configurePrimary(ctx, op.Primary)
+		return o.configurePrimary(ctx, op.Primary, op.ReadOnly)
 	case OpConfigureReplicas:
 		return o.configureReplicas(ctx, op.Primary, op.Targets)
 	case OpFenceWritable:
@@ -66,15 +66,16 @@ func (o *Operator) timeout() time.Duration {
 }
 
 // configurePrimary forgets any replication source, sets semi-sync per mode and makes the
-// instance writable, in that order: semi-sync is on before the first write is accepted.
-func (o *Operator) configurePrimary(ctx context.Context, i int) error {
+// instance writable, in that order: semi-sync is on before the first write is accepted. A
+// fenced primary (readOnly) is configured the same way but stays read-only.
+func (o *Operator) configurePrimary(ctx context.Context, i int, readOnly bool) error {
 	f := o.Flavor
 	err := o.Instances[i].Exec(ctx,
 		mysql.Statement{Query: f.StopReplica()},
 		mysql.Statement{Query: f.ResetReplicaAll()},
 		mysql.Statement{Query: f.SemiSyncReplica(false)},
 		f.SemiSyncSource(o.SemiSync, 1),
-		mysql.Statement{Query: f.SetReadOnly(false)},
+		mysql.Statement{Query: f.SetReadOnly(readOnly)},
 	)
 	if err != nil {
 		return fmt.Errorf("configure primary %d: %w", i, err)
@@ -133,7 +134,7 @@ func (o *Operator) switchover(ctx context.Context, op Operation) error {
 		}
 		return fmt.Errorf("switchover to %d: %w; %d stays primary", to, err, from)
 	}
-	if err := o.configurePrimary(ctx, to); err != nil {
+	if err := o.configurePrimary(ctx, to, false); err != nil {
 		return err
 	}
 	return o.configureReplicas(ctx, to, op.Targets)
@@ -172,7 +173,7 @@ func (o *Operator) failover(ctx context.Context, op Operation) error {
 			return fmt.Errorf("failover: candidate %d applying what it received: %w", op.Primary, err)
 		}
 	}
-	if err := o.configurePrimary(ctx, op.Primary); err != nil {
+	if err := o.configurePrimary(ctx, op.Primary, false); err != nil {
 		return err
 	}
 	return o.configureReplicas(ctx, op.Primary, reachable)

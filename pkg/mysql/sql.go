@@ -195,6 +195,33 @@ func AlterUserPassword(user, host, password string) Statement {
 	return Statement{Query: "ALTER USER ?@? IDENTIFIED BY ?", Args: []any{user, host, password}, Sensitive: true}
 }
 
+// ResetToGTID makes a server whose data was just restored from a physical backup start its
+// GTID history at gtid, the position the backup was taken at: its binary logs are reset (the
+// backup holds none) and the GTID state set, so that replicas restored from the same backup
+// continue from the same point and new transactions follow on in order. serverVersion picks
+// MySQL's statement (RESET MASTER was renamed in 8.2). On MariaDB both the binlog state (what
+// the server writes next) and the replica position (where it replicates from) are set.
+func (f Flavor) ResetToGTID(serverVersion, gtid string) []Statement {
+	if f == MariaDB {
+		out := []Statement{{Query: "RESET MASTER"}}
+		if gtid != "" {
+			out = append(out, Statement{Query: "SET GLOBAL gtid_binlog_state = ?", Args: []any{gtid}},
+				Statement{Query: "SET GLOBAL gtid_slave_pos = ?", Args: []any{gtid}})
+		}
+		return out
+	}
+	reset := "RESET BINARY LOGS AND GTIDS"
+	var major, minor int
+	if _, err := fmt.Sscanf(serverVersion, "%d.%d", &major, &minor); err == nil && (major < 8 || major == 8 && minor < 2) {
+		reset = "RESET MASTER"
+	}
+	out := []Statement{{Query: reset}}
+	if gtid != "" {
+		out = append(out, Statement{Query: "SET GLOBAL gtid_purged = ?", Args: []any{gtid}})
+	}
+	return out
+}
+
 // QuoteIdent quotes a schema object name with backticks.
 func QuoteIdent(name string) string {
 	return "`" + strings.ReplaceAll(name, "`", "``") + "`"

@@ -53,3 +53,34 @@ func TestSemiSyncNeverFallsBack(t *testing.T) {
 		t.Errorf("wait count %v", s.Args)
 	}
 }
+
+func TestResetToGTID(t *testing.T) {
+	queries := func(stmts []Statement) string {
+		var out []string
+		for _, s := range stmts {
+			q := s.Query
+			for _, a := range s.Args {
+				q = strings.Replace(q, "?", "'"+a.(string)+"'", 1)
+			}
+			out = append(out, q)
+		}
+		return strings.Join(out, "; ")
+	}
+	for _, tc := range []struct {
+		name          string
+		flavor        Flavor
+		version, gtid string
+		want          string
+	}{
+		{"mariadb", MariaDB, "10.11.6-MariaDB-log", "0-100-5,1-101-2",
+			"RESET MASTER; SET GLOBAL gtid_binlog_state = '0-100-5,1-101-2'; SET GLOBAL gtid_slave_pos = '0-100-5,1-101-2'"},
+		{"mariadb without gtid", MariaDB, "11.4.2-MariaDB", "", "RESET MASTER"},
+		{"mysql 8.0", MySQL, "8.0.36", "uuid:1-5", "RESET MASTER; SET GLOBAL gtid_purged = 'uuid:1-5'"},
+		{"mysql 8.4", MySQL, "8.4.3", "uuid:1-5", "RESET BINARY LOGS AND GTIDS; SET GLOBAL gtid_purged = 'uuid:1-5'"},
+		{"mysql unknown version", MySQL, "", "uuid:1-5", "RESET BINARY LOGS AND GTIDS; SET GLOBAL gtid_purged = 'uuid:1-5'"},
+	} {
+		if got := queries(tc.flavor.ResetToGTID(tc.version, tc.gtid)); got != tc.want {
+			t.Errorf("%s: %s\nwant %s", tc.name, got, tc.want)
+		}
+	}
+}
