@@ -93,13 +93,17 @@ var objectPattern = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,512}$`)
 
 // backups runs one job (a backup or a restore) at a time and remembers the last few.
 type backups struct {
-	cfg  BackupConfig
-	ctx  context.Context
+	cfg BackupConfig
+	ctx context.Context
+	// in is the local server, for its version and read-only state (nil in some tests).
+	in   *mysql.Instance
 	mu   sync.Mutex
 	jobs map[string]*BackupState
 	// order keeps the IDs oldest first, to forget old jobs.
 	order   []string
 	running string
+	// cancel stops the running job.
+	cancel context.CancelFunc
 }
 
 // EnableBackups serves the backup and restore API for the server's files; jobs stop when ctx
@@ -108,7 +112,7 @@ func (s *Server) EnableBackups(ctx context.Context, cfg BackupConfig) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 6 * time.Hour
 	}
-	s.backups = &backups{cfg: cfg, ctx: ctx, jobs: map[string]*BackupState{}}
+	s.backups = &backups{cfg: cfg, ctx: ctx, in: s.in, jobs: map[string]*BackupState{}}
 }
 
 // start runs work as job id unless a job of that ID exists (its state is returned) or
@@ -135,8 +139,9 @@ func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx
 	if t := time.Duration(timeoutSeconds) * time.Second; t > 0 && t < limit {
 		limit = t
 	}
+	ctx, cancel := context.WithTimeout(b.ctx, limit)
+	b.cancel = cancel
 	go func() {
-		ctx, cancel := context.WithTimeout(b.ctx, limit)
 		defer cancel()
 		result := *st
 		err := work(ctx, &result)
@@ -149,7 +154,7 @@ func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx
 			result.Phase, result.Error = BackupFailed, err.Error()
 		}
 		*st = result
-		b.running = ""
+		b.running, b.cancel = "", nil
 	}()
 	return *st, http.StatusAccepted, nil
 }
@@ -187,6 +192,11 @@ func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.
 			return err
 		}
 		defer r.Close()
+		undo, err := b.allowOperatorWrites(ctx)
+		if err != nil {
+			return err
+		}
+		defer undo()
 		res, err := executor.Restore(ctx, executor.Request{
 			Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket,
 			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
@@ -194,6 +204,27 @@ func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.
 		st.Size = res.Size
 		return err
 	}
+}
+
+// allowOperatorWrites lets the operator's account write to a fenced MySQL primary for a
+// restore: super_read_only binds every account, so it is lifted while read_only, which binds
+// the applications, stays on. MariaDB's read_only does not bind the operator's account.
+func (b *backups) allowOperatorWrites(ctx context.Context) (undo func(), err error) {
+	if b.cfg.Flavor != mysql.MySQL || b.in == nil {
+		return func() {}, nil
+	}
+	var on bool
+	if err := b.in.DB.QueryRowContext(ctx, "SELECT @@GLOBAL.super_read_only").Scan(&on); err != nil || !on {
+		return func() {}, err
+	}
+	if err := b.in.ExecSQL(ctx, "SET GLOBAL super_read_only = OFF"); err != nil {
+		return nil, fmt.Errorf("allow the restore to write: %w", err)
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_ = b.in.ExecSQL(ctx, "SET GLOBAL super_read_only = ON")
+	}, nil
 }
 
 // verify reads object and compares its SHA-256 with want.
@@ -236,22 +267,29 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
 }
 
 func (s *Server) postBackup(w http.ResponseWriter, r *http.Request) {
-	if req, store, ok := s.jobRequest(w, r, true); ok {
+	if req, store, ok := s.jobRequest(w, r); ok {
 		s.startJob(w, req, store, s.backups.backup(req, store))
 	}
 }
 
-// postRestore starts a restore of a logical backup into the server. The operator sends it to
-// the primary only, so that the restored data replicates to every replica.
+// postRestore starts a restore. A logical backup is loaded into the server (the operator
+// sends it to the primary only, so that the restored data replicates to every replica); a
+// physical one is staged beside the datadir (the operator sends it to every member).
 func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
-	if req, store, ok := s.jobRequest(w, r, false); ok {
-		s.startJob(w, req, store, s.backups.restore(req, store))
+	req, store, ok := s.jobRequest(w, r)
+	if !ok {
+		return
 	}
+	if req.Method == executor.Physical {
+		s.startJob(w, req, store, s.backups.stage(req, store))
+		return
+	}
+	s.startJob(w, req, store, s.backups.restore(req, store))
 }
 
 // jobRequest authenticates and reads a backup or restore request; on a false return the
 // answer was written.
-func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request, physicalOK bool) (BackupRequest, *storage.Store, bool) {
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (BackupRequest, *storage.Store, bool) {
 	var req BackupRequest
 	if !s.authorized(w, r) {
 		return req, nil, false
@@ -260,9 +298,9 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request, physicalOK b
 		http.Error(w, "bad request body", http.StatusBadRequest)
 		return req, nil, false
 	}
-	methodOK := req.Method == executor.Logical || (physicalOK && req.Method == executor.Physical)
+	methodOK := req.Method == executor.Logical || req.Method == executor.Physical
 	if req.ID == "" || !methodOK || !objectPattern.MatchString(req.Object) {
-		http.Error(w, "id, method (logical, or physical for backups) and object are required", http.StatusBadRequest)
+		http.Error(w, "id, method (logical or physical) and object are required", http.StatusBadRequest)
 		return req, nil, false
 	}
 	store, err := storage.New(req.Storage.Config())

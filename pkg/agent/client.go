@@ -51,6 +51,9 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return resp.StatusCode, fmt.Errorf("agent %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(msg)))
 	}
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return resp.StatusCode, nil
+	}
 	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
 }
 
@@ -81,6 +84,50 @@ func (c *Client) Backup(ctx context.Context, id string) (*BackupState, error) {
 func (c *Client) StartRestore(ctx context.Context, req BackupRequest) (*BackupState, error) {
 	var st BackupState
 	if _, err := c.do(ctx, http.MethodPost, "/api/v1/restores", req, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Restore returns the state of restore id: Running, Failed, Complete (logical), or for a
+// physical restore Staged, Committed or Applied. ErrBackupNotFound when the agent knows
+// nothing of it.
+func (c *Client) Restore(ctx context.Context, id string) (*BackupState, error) {
+	var st BackupState
+	code, err := c.do(ctx, http.MethodGet, "/api/v1/restores/"+url.PathEscape(id), nil, &st)
+	if code == http.StatusNotFound {
+		return nil, ErrBackupNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// CommitRestore commits a staged physical restore: it is put in place at the pod's next start.
+// ErrBackupNotFound when nothing of that ID is staged.
+func (c *Client) CommitRestore(ctx context.Context, id string) (*BackupState, error) {
+	var st BackupState
+	code, err := c.do(ctx, http.MethodPost, "/api/v1/restores/"+url.PathEscape(id)+"/commit", nil, &st)
+	if code == http.StatusNotFound {
+		return nil, ErrBackupNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// DiscardRestore stops staging restore id and removes what it unpacked.
+func (c *Client) DiscardRestore(ctx context.Context, id string) error {
+	_, err := c.do(ctx, http.MethodDelete, "/api/v1/restores/"+url.PathEscape(id), nil, nil)
+	return err
+}
+
+// Status returns the member's state as its agent reads it.
+func (c *Client) Status(ctx context.Context) (*StatusJSON, error) {
+	var st StatusJSON
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil

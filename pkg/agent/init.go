@@ -60,8 +60,9 @@ func Ordinal(podName string) (int, error) {
 	return n, nil
 }
 
-// Init prepares the member. It is idempotent: the configuration is rendered every time, an
-// initialised data directory is left alone.
+// Init prepares the member. It is idempotent: the configuration is rendered every time, a
+// committed physical restore is put in place of the datadir (restore.go), and an initialised
+// data directory is otherwise left alone.
 func Init(ctx context.Context, o InitOptions) error {
 	logger := klog.FromContext(ctx)
 	ord, err := Ordinal(o.PodName)
@@ -71,6 +72,9 @@ func Init(ctx context.Context, o InitOptions) error {
 	serverID := o.BaseServerID + int64(ord)
 	cnf, err := renderConfig(o, serverID)
 	if err != nil {
+		return err
+	}
+	if err := applyStagedRestore(ctx, o, cnf); err != nil {
 		return err
 	}
 	if initialised(o.DataDir) {
@@ -182,89 +186,128 @@ func installDataDir(ctx context.Context, o InitOptions, cnf string) error {
 // operator and replication accounts, with binary logging off for the session (so that these
 // are not transactions replicas replay), then shuts the server down.
 func createAccounts(ctx context.Context, o InitOptions, cnf string, c credentials) error {
+	srv, err := startTempServer(ctx, o, cnf, o.DataDir)
+	if err != nil {
+		return err
+	}
+	err = srv.in.Exec(srv.ctx, append([]mysql.Statement{{Query: "SET SESSION sql_log_bin = 0"}}, accountStatements(c)...)...)
+	if err != nil {
+		srv.kill()
+		return fmt.Errorf("create internal accounts: %w", err)
+	}
+	return srv.shutdown()
+}
+
+// accountStatements create the internal accounts, or set their passwords and grants where
+// they exist (a restored datadir holds the accounts of the cluster it was taken from).
+func accountStatements(c credentials) []mysql.Statement {
+	return []mysql.Statement{
+		mysql.CreateUser(mysql.OperatorUser, "%", c.operator),
+		mysql.AlterUserPassword(mysql.OperatorUser, "%", c.operator),
+		{Query: "GRANT ALL PRIVILEGES ON *.* TO ?@? WITH GRANT OPTION", Args: []any{mysql.OperatorUser, "%"}},
+		mysql.CreateUser(mysql.ReplicationUser, "%", c.replication),
+		mysql.AlterUserPassword(mysql.ReplicationUser, "%", c.replication),
+		{Query: "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO ?@?", Args: []any{mysql.ReplicationUser, "%"}},
+		mysql.CreateUser("root", "localhost", c.root),
+		mysql.AlterUserPassword("root", "localhost", c.root),
+	}
+}
+
+// tempServer is a server started by init on a datadir, reachable only on a socket inside it.
+type tempServer struct {
+	in      *mysql.Instance
+	ctx     context.Context
+	cancel  context.CancelFunc
+	proc    *exec.Cmd
+	exited  chan error
+	logPath string
+}
+
+// startTempServer starts the server on dataDir without networking and connects as root over
+// its socket. One connection serves everything: after root's password is set, a new
+// connection as root without it would be refused, and SHUTDOWN must run on the old one. args
+// are added to the server's command line (--skip-grant-tables for a restored datadir).
+func startTempServer(ctx context.Context, o InitOptions, cnf, dataDir string, args ...string) (*tempServer, error) {
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	sock := filepath.Join(o.DataDir, "init.sock")
+	sock := filepath.Join(dataDir, "init.sock")
 	bin := "mysqld"
+	extra := []string{"--super-read-only=OFF"} // else not even root may create accounts
 	if o.Flavor == mysql.MariaDB {
-		bin = "mariadbd"
+		bin, extra = "mariadbd", nil
 	}
-	srv := exec.Command(bin, append([]string{"--defaults-file=" + cnf, "--datadir=" + o.DataDir,
-		"--skip-networking", "--socket=" + sock, "--skip-slave-start"}, o.userArgs()...)...)
-	logPath := filepath.Join(o.DataDir, "init-server.log")
-	logf, err := os.Create(logPath)
+	cmdArgs := append([]string{"--defaults-file=" + cnf, "--datadir=" + dataDir,
+		"--skip-networking", "--socket=" + sock, "--skip-slave-start"}, extra...)
+	cmdArgs = append(append(cmdArgs, args...), o.userArgs()...)
+	srv := &tempServer{ctx: ctx, cancel: cancel, proc: exec.Command(bin, cmdArgs...), exited: make(chan error, 1),
+		logPath: filepath.Join(dataDir, "init-server.log")}
+	logf, err := os.Create(srv.logPath)
 	if err != nil {
-		return fmt.Errorf("create %s: %w", logPath, err)
+		cancel()
+		return nil, fmt.Errorf("create %s: %w", srv.logPath, err)
 	}
 	defer logf.Close()
-	srv.Stdout, srv.Stderr = logf, logf
-	if err := srv.Start(); err != nil {
-		return fmt.Errorf("start %s for init: %w", bin, err)
+	srv.proc.Stdout, srv.proc.Stderr = logf, logf
+	if err := srv.proc.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("start %s for init: %w", bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
-	stop := func() error {
-		select {
-		case err := <-exited:
-			return err
-		case <-time.After(60 * time.Second):
-			_ = srv.Process.Kill()
-			return errors.New("init server did not shut down")
-		}
-	}
-
+	go func() { srv.exited <- srv.proc.Wait() }()
 	db, err := mysql.Open(mysql.ConnConfig{Addr: sock, Socket: true, User: "root", Timeout: 5 * time.Second})
 	if err != nil {
-		_ = srv.Process.Kill()
-		return err
+		srv.kill()
+		return nil, err
 	}
-	defer db.Close()
-	// One connection for everything: after root's password is set, a new connection as root
-	// without it would be refused, and SHUTDOWN must run on the old one.
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
+	srv.in = &mysql.Instance{DB: db, Flavor: o.Flavor}
 	for {
 		if err := db.PingContext(ctx); err == nil {
-			break
+			return srv, nil
 		}
 		select {
-		case err := <-exited:
-			b, _ := os.ReadFile(logPath)
-			return fmt.Errorf("init server exited: %v: %s", err, tail(b, 2000))
+		case err := <-srv.exited:
+			srv.exited <- err
+			b, _ := os.ReadFile(srv.logPath)
+			srv.kill()
+			return nil, fmt.Errorf("init server exited: %v: %s", err, tail(b, 2000))
 		case <-ctx.Done():
-			_ = srv.Process.Kill()
-			return fmt.Errorf("init server not up: %w", ctx.Err())
+			srv.kill()
+			return nil, fmt.Errorf("init server not up: %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	in := &mysql.Instance{DB: db, Flavor: o.Flavor}
-	err = in.Exec(ctx,
-		mysql.Statement{Query: "SET SESSION sql_log_bin = 0"},
-		mysql.CreateUser(mysql.OperatorUser, "%", c.operator),
-		mysql.Statement{Query: "GRANT ALL PRIVILEGES ON *.* TO ?@? WITH GRANT OPTION", Args: []any{mysql.OperatorUser, "%"}},
-		mysql.CreateUser(mysql.ReplicationUser, "%", c.replication),
-		mysql.Statement{Query: "GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO ?@?", Args: []any{mysql.ReplicationUser, "%"}},
-		mysql.AlterUserPassword("root", "localhost", c.root),
-	)
-	if err != nil {
-		_ = srv.Process.Kill()
-		<-exited
-		return fmt.Errorf("create internal accounts: %w", err)
+}
+
+// kill stops the server at once (after a failure).
+func (s *tempServer) kill() {
+	_ = s.proc.Process.Kill()
+	<-s.exited
+	s.in.DB.Close()
+	s.cancel()
+}
+
+// shutdown stops the server cleanly and removes its log.
+func (s *tempServer) shutdown() error {
+	defer s.cancel()
+	defer s.in.DB.Close()
+	if _, err := s.in.DB.ExecContext(s.ctx, "SHUTDOWN"); err != nil {
+		_ = s.proc.Process.Kill()
 	}
-	if _, err := db.ExecContext(ctx, "SHUTDOWN"); err != nil {
-		_ = srv.Process.Kill()
-	}
-	if err := stop(); err != nil {
+	select {
+	case err := <-s.exited:
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
+		if err != nil && !errors.As(err, &ee) {
 			return fmt.Errorf("stop init server: %w", err)
 		}
+	case <-time.After(60 * time.Second):
+		_ = s.proc.Process.Kill()
+		return errors.New("init server did not shut down")
 	}
-	_ = os.Remove(logPath)
+	_ = os.Remove(s.logPath)
 	return nil
 }
 

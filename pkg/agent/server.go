@@ -24,7 +24,11 @@ import (
 //	POST /api/v1/backups, GET /api/v1/backups/{id}
 //	                    start a backup to S3 and read its state (same token; see EnableBackups)
 //	POST /api/v1/restores, GET /api/v1/restores/{id}
-//	                    load a logical backup from S3 into the server (one job at a time)
+//	                    load a logical backup from S3 into the server, or stage a physical
+//	                    one beside the datadir (one job at a time)
+//	POST /api/v1/restores/{id}/commit, DELETE /api/v1/restores/{id}
+//	                    put a staged physical restore in place at the next pod start, or
+//	                    discard it (restore.go)
 //	GET /metrics        (metrics listener) up, read_only, replication threads, lag
 type Server struct {
 	in      *mysql.Instance
@@ -50,7 +54,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/backups", s.postBackup)
 	mux.HandleFunc("GET /api/v1/backups/{id}", s.getBackup)
 	mux.HandleFunc("POST /api/v1/restores", s.postRestore)
-	mux.HandleFunc("GET /api/v1/restores/{id}", s.getBackup)
+	mux.HandleFunc("GET /api/v1/restores/{id}", s.getRestore)
+	mux.HandleFunc("POST /api/v1/restores/{id}/commit", s.commitRestore)
+	mux.HandleFunc("DELETE /api/v1/restores/{id}", s.discardRestore)
 	return mux
 }
 

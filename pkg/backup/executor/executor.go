@@ -177,7 +177,7 @@ func optionFile(req Request, pattern string) (dir, file string, err error) {
 // binlogged, so on a primary they replicate to its replicas.
 func Restore(ctx context.Context, req Request, r io.Reader) (Result, error) {
 	if req.Method != Logical {
-		return Result{}, fmt.Errorf("restoring a %s backup is not supported yet", req.Method)
+		return Result{}, fmt.Errorf("a %s backup is not loaded through the client: unpack it with Extract and Prepare", req.Method)
 	}
 	dir, optFile, err := optionFile(req, "restore-")
 	if err != nil {

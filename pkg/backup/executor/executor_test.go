@@ -81,24 +81,33 @@ func TestLogicalBackupRestoresOnMariaDB(t *testing.T) {
 	}
 }
 
-// A physical backup is an xbstream the flavor's tools extract and prepare, and a server
-// started on the prepared directory has the same table checksum.
+// A physical backup is extracted and prepared by Extract and Prepare, records the GTID
+// position and server version it was taken at, and a server started on the prepared
+// directory has the same table checksum.
 func TestPhysicalBackupRoundTripOnMariaDB(t *testing.T) {
 	s := mariadb.Start(t, 1, mariadb.Options{})[0]
 	pos := seed(t, s)
 	want := tableChecksum(t, s)
-	res, stream := run(t, request(s, executor.Physical, t))
-	if res.GTID != pos {
-		t.Errorf("GTID %q, want the server's %q", res.GTID, pos)
+	ctx := context.Background()
+	var compressed bytes.Buffer
+	res, err := executor.Run(ctx, request(s, executor.Physical, t), func(r io.Reader) error { _, err := io.Copy(&compressed, r); return err })
+	if err != nil || res.GTID != pos {
+		t.Fatalf("physical backup: GTID %q (want the server's %q), %v", res.GTID, pos, err)
 	}
+	n := int64(compressed.Len())
 	dir := t.TempDir()
-	x := exec.Command("mbstream", "-x", "-C", dir)
-	x.Stdin = bytes.NewReader(stream)
-	if out, err := x.CombinedOutput(); err != nil {
-		t.Fatalf("mbstream -x: %v\n%s", err, out)
+	got, err := executor.Extract(ctx, mysql.MariaDB, &compressed, dir)
+	if err != nil || got.Size != n {
+		t.Fatalf("Extract = %+v, %v (want %d bytes read)", got, err, n)
 	}
-	if out, err := exec.Command("mariadb-backup", "--prepare", "--target-dir="+dir).CombinedOutput(); err != nil {
-		t.Fatalf("prepare: %v\n%s", err, out)
+	if _, err := executor.Prepare(ctx, mysql.MariaDB, dir, 64); err != nil {
+		t.Fatal(err)
+	}
+	info, err := executor.ReadBackupInfo(dir)
+	var version string
+	_ = s.Admin().DB.QueryRow("SELECT VERSION()").Scan(&version)
+	if err != nil || info.GTID != pos || !executor.SameSeries(info.ServerVersion, version) {
+		t.Fatalf("backup info %+v, %v; want GTID %s and the series of %s", info, err, pos, version)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "shop", "orders.ibd")); err != nil {
 		t.Fatalf("prepared backup lacks the table: %v", err)
@@ -106,6 +115,56 @@ func TestPhysicalBackupRoundTripOnMariaDB(t *testing.T) {
 	restored := mariadb.Start(t, 1, mariadb.Options{DataDir: dir})[0]
 	if got := tableChecksum(t, restored); got != want {
 		t.Fatalf("checksum after the physical round trip %d, before %d", got, want)
+	}
+
+	// A stream that is not an xbstream fails extraction with the tool's reason.
+	var junk bytes.Buffer
+	if _, err := executor.Run(ctx, request(s, executor.Logical, t), func(r io.Reader) error { _, err := io.Copy(&junk, r); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := executor.Extract(ctx, mysql.MariaDB, &junk, t.TempDir()); err == nil || !strings.Contains(err.Error(), "mbstream") {
+		t.Errorf("extracting a logical dump: %v", err)
+	}
+}
+
+func TestReadBackupInfo(t *testing.T) {
+	for _, tc := range []struct{ name, binlog, info, gtid, version string }{
+		{"mariadb", "binlog.000001\t1149\t0-100-5\n", "tool_name = mariadb-backup\nserver_version = 10.11.19-MariaDB-0+deb12u1-log\n", "0-100-5", "10.11.19-MariaDB-0+deb12u1-log"},
+		{"mariadb domains", "binlog.000003\t77\t0-100-5,1-101-9\n", "server_version = 11.4.2-MariaDB\n", "0-100-5,1-101-9", "11.4.2-MariaDB"},
+		{"mysql set over lines", "binlog.000003\t1234\t3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5,\n4D22FB58-71CA-11E1-9E33-C80AA9429562:1-3\n", "server_version = 8.4.3\n",
+			"3E11FA47-71CA-11E1-9E33-C80AA9429562:1-5,4D22FB58-71CA-11E1-9E33-C80AA9429562:1-3", "8.4.3"},
+		{"no gtid", "binlog.000001\t4\n", "server_version = 8.0.36\n", "", "8.0.36"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			_ = os.WriteFile(filepath.Join(dir, "xtrabackup_binlog_info"), []byte(tc.binlog), 0o600)
+			_ = os.WriteFile(filepath.Join(dir, "xtrabackup_info"), []byte(tc.info), 0o600)
+			info, err := executor.ReadBackupInfo(dir)
+			if err != nil || info.GTID != tc.gtid || info.ServerVersion != tc.version {
+				t.Fatalf("ReadBackupInfo = %+v, %v", info, err)
+			}
+		})
+	}
+	if _, err := executor.ReadBackupInfo(t.TempDir()); err == nil {
+		t.Error("a directory that is no backup has info")
+	}
+}
+
+func TestSameSeries(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"10.11.19-MariaDB-0+deb12u1-log", "10.11.6-MariaDB", true},
+		{"10.11.6-MariaDB", "11.4.2-MariaDB", false},
+		{"10.6.1", "10.11.1", false},
+		{"8.4.3", "8.4.0", true},
+		{"8.0.36", "8.4.3", false},
+		{"", "8.4.3", false},
+	} {
+		if got := executor.SameSeries(tc.a, tc.b); got != tc.want {
+			t.Errorf("SameSeries(%q, %q) = %v", tc.a, tc.b, got)
+		}
 	}
 }
 

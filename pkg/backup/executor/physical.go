@@ -1,0 +1,127 @@
+package executor
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// Extract unpacks a physical backup written by Run, read from r, into dir with the flavor's
+// stream tool (mbstream / xbstream), decompressing on the way: nothing but the unpacked files
+// reaches the disk. Result.Size is the compressed bytes read.
+func Extract(ctx context.Context, f mysql.Flavor, r io.Reader, dir string) (Result, error) {
+	counter := &countingWriter{}
+	d, err := Decompress(io.TeeReader(r, counter))
+	if err != nil {
+		return Result{}, err
+	}
+	defer d.Close()
+	name := "xbstream"
+	if f == mysql.MariaDB {
+		name = "mbstream"
+	}
+	cmd := exec.CommandContext(ctx, name, "-x", "-C", dir)
+	cmd.Stdin = d
+	var stderr tail
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	err = cmd.Run()
+	res := Result{Size: counter.n, ToolMaxRSS: maxRSS(cmd)}
+	if err != nil {
+		return res, fmt.Errorf("%s -x failed: %w: %s", name, err, stderr.String())
+	}
+	return res, nil
+}
+
+// Prepare applies the redo log of an extracted physical backup in dir, so that a server can
+// start on it. useMemoryMB sizes the tool's buffer pool (0: the tool's default).
+func Prepare(ctx context.Context, f mysql.Flavor, dir string, useMemoryMB int) (Result, error) {
+	name := "xtrabackup"
+	if f == mysql.MariaDB {
+		name = "mariadb-backup"
+	}
+	args := []string{"--prepare", "--target-dir=" + dir}
+	if useMemoryMB > 0 {
+		args = append(args, fmt.Sprintf("--use-memory=%dM", useMemoryMB))
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	var out tail
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	res := Result{ToolMaxRSS: maxRSS(cmd)}
+	if err != nil {
+		return res, fmt.Errorf("%s --prepare failed: %w: %s", name, err, lastLines(out.String(), 5))
+	}
+	return res, nil
+}
+
+// BackupInfo is what a physical backup records about itself.
+type BackupInfo struct {
+	// GTID is the position the backup is consistent with.
+	GTID string
+	// ServerVersion is the version of the server it was taken from.
+	ServerVersion string
+}
+
+// Files both tools write into a physical backup (MariaDB kept xtrabackup's names).
+const (
+	binlogInfoFile = "xtrabackup_binlog_info"
+	infoFile       = "xtrabackup_info"
+)
+
+// ReadBackupInfo reads the GTID position and server version an extracted physical backup
+// records. The binlog info file holds "<file>\t<position>\t<gtid set>", where a MySQL GTID
+// set may continue on further lines.
+func ReadBackupInfo(dir string) (BackupInfo, error) {
+	var info BackupInfo
+	b, err := os.ReadFile(filepath.Join(dir, binlogInfoFile))
+	if err != nil {
+		return info, fmt.Errorf("read the backup's binlog position: %w", err)
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) >= 3 {
+		info.GTID = strings.Join(fields[2:], "")
+	}
+	f, err := os.Open(filepath.Join(dir, infoFile))
+	if err != nil {
+		return info, fmt.Errorf("read the backup's description: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok && strings.TrimSpace(k) == "server_version" {
+			info.ServerVersion = strings.TrimSpace(v)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return info, fmt.Errorf("read the backup's description: %w", err)
+	}
+	return info, nil
+}
+
+// SameSeries reports whether two server versions ("10.11.6-MariaDB-log", "8.4.3") share
+// major and minor version: a physical backup only starts on a server of its own series.
+func SameSeries(a, b string) bool {
+	series := func(v string) string {
+		parts := strings.SplitN(v, ".", 3)
+		if len(parts) < 2 {
+			return v
+		}
+		return parts[0] + "." + parts[1]
+	}
+	return a != "" && series(a) == series(b)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
