@@ -92,10 +92,6 @@ type Spec struct {
 	// instance is recorded (members are being re-filled on purpose). Replicas are still set
 	// up to follow the primary.
 	Fence string
-	// Hold, with Fence, runs no operation at all: members are being replaced under the
-	// manager (a physical restore restarts them onto restored data), and replication between
-	// old and new data must never be set up.
-	Hold bool
 }
 
 // Decision is the outcome of Decide.
@@ -110,6 +106,9 @@ type Decision struct {
 	Errant []int
 	// Reason explains the state in one sentence, for conditions and events.
 	Reason string
+	// Fence is the fence the decision was made under ("" for none): once a decision made
+	// under a fence has been carried out, the primary takes no more writes.
+	Fence string
 }
 
 func reachable(in Instance) bool { return in.Status != nil }
@@ -118,17 +117,8 @@ func writable(in Instance) bool { return in.Status != nil && !in.Status.ReadOnly
 
 // Decide is pure: same input, same decision, no I/O.
 func Decide(spec Spec, instances []Instance) Decision {
-	d := decide(spec, instances)
-	if spec.Fence != "" && spec.Hold {
-		d.Op = Operation{}
-		d.Reason = "holding every operation while members restart (" + spec.Fence + "): " + d.Reason
-	}
-	return d
-}
-
-func decide(spec Spec, instances []Instance) Decision {
 	fenced := spec.Fence != ""
-	d := Decision{Primary: -1, Ready: make([]bool, len(instances)), Errant: slices.Clone(spec.Errant)}
+	d := Decision{Primary: -1, Ready: make([]bool, len(instances)), Errant: slices.Clone(spec.Errant), Fence: spec.Fence}
 	up := 0
 	for _, in := range instances {
 		if reachable(in) {
@@ -307,7 +297,7 @@ func decideWithoutPrimary(spec Spec, instances []Instance, d Decision) Decision 
 	if len(writables) == 1 {
 		// One writable instance is the primary someone (or an earlier decision) made.
 		spec.Primary = writables[0]
-		return decide(spec, instances)
+		return Decide(spec, instances)
 	}
 	if len(writables) > 1 {
 		d.State, d.Reason = Lost, fmt.Sprintf("instances %v are all writable and none is recorded as primary", writables)
@@ -335,7 +325,7 @@ func decideWithoutPrimary(spec Spec, instances []Instance, d Decision) Decision 
 	for _, in := range instances {
 		if containsAll(in.Status.Executed, instances) {
 			spec.Primary = in.Index
-			return decide(spec, instances)
+			return Decide(spec, instances)
 		}
 	}
 	d.State, d.Reason = Lost, "instances hold diverging data and none is recorded as primary"

@@ -46,9 +46,9 @@ func spec(primary int) Spec {
 	return Spec{Members: 3, SemiSync: true, Primary: primary, SwitchoverTo: -1}
 }
 
-// fenced is s with writes stopped for a restore (and every operation held if hold).
-func fenced(s Spec, hold bool) Spec {
-	s.Fence, s.Hold = "MySQLRestore undo", hold
+// fenced is s with writes stopped for a restore.
+func fenced(s Spec) Spec {
+	s.Fence = "MySQLRestore undo"
 	return s
 }
 
@@ -223,63 +223,64 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name:      "fenced: the writable primary is made read-only",
-			spec:      fenced(spec(0), false),
+			spec:      fenced(spec(0)),
 			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
 			state:     Degraded, op: OpFenceWritable, primary: 0, targets: []int{0}, ready: []bool{false, false, false},
 		},
 		{
 			name:      "fenced: read-only primary and following replicas",
-			spec:      fenced(spec(0), false),
+			spec:      fenced(spec(0)),
 			instances: []Instance{fencedPrimary, replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
 			state:     Fenced, primary: 0, ready: []bool{false, true, true},
 		},
 		{
 			name:      "fenced: a primary that is down never fails over",
-			spec:      fenced(primaryDown, false),
+			spec:      fenced(primaryDown),
 			instances: []Instance{down(0), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
 			state:     Degraded, primary: 0, ready: []bool{false, false, false},
 		},
 		{
 			name:      "fenced: a restarted primary is configured but stays read-only",
-			spec:      fenced(spec(0), false),
+			spec:      fenced(spec(0)),
 			instances: []Instance{restored(0, "0-100-9"), restored(1, "0-100-9"), restored(2, "0-100-9")},
 			state:     Degraded, op: OpConfigurePrimary, primary: 0, ready: []bool{false, false, false},
 		},
 		{
 			name:      "fenced: restarted replicas are configured to follow",
-			spec:      fenced(spec(0), false),
+			spec:      fenced(spec(0)),
 			instances: []Instance{fencedPrimary, restored(1, "0-100-9"), restored(2, "0-100-9")},
 			state:     Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{1, 2}, ready: []bool{false, false, false},
 		},
 		{
 			name:      "fenced: members re-filled on purpose are not taken for errant",
-			spec:      fenced(spec(0), false),
+			spec:      fenced(spec(0)),
 			instances: []Instance{fencedPrimary, replicaInst(1, 0, "0-100-12", "0-100-12"), replicaInst(2, 0, "0-100-9", "0-100-9")},
 			state:     Fenced, primary: 0, ready: []bool{false, true, true},
 		},
 		{
 			name:      "fenced: a requested switchover waits",
-			spec:      fenced(switchover, false),
+			spec:      fenced(switchover),
 			instances: []Instance{fencedPrimary, replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
 			state:     Fenced, primary: 0, ready: []bool{false, true, true},
 		},
 		{
 			name:      "fenced: a new cluster bootstraps read-only",
-			spec:      fenced(spec(-1), false),
+			spec:      fenced(spec(-1)),
 			instances: []Instance{emptyInst(0), emptyInst(1), emptyInst(2)},
 			state:     Bootstrapping, op: OpBootstrapPrimary, primary: 0, ready: []bool{false, false, false},
 		},
 		{
-			name:      "held: nothing is done while members restart",
-			spec:      fenced(spec(0), true),
-			instances: []Instance{fencedPrimary, restored(1, "0-100-9"), replicaInst(2, 0, "0-100-12", "0-100-12")},
-			state:     Degraded, primary: 0, ready: []bool{false, false, true},
-		},
-		{
-			name:      "held: not even a writable primary is touched",
-			spec:      fenced(primaryDown, true),
-			instances: []Instance{down(0), restored(1, "0-100-9"), restored(2, "0-100-9")},
-			state:     Degraded, primary: 0, ready: []bool{false, false, false},
+			// A physical restore restarts the primary first: a replica still on the old data
+			// asks it for transactions it no longer has and is refused; it is not errant.
+			name: "fenced: a replica still on the old data is refused by the restored primary",
+			spec: fenced(spec(0)),
+			instances: []Instance{fencedPrimary, func() Instance {
+				r := replicaInst(1, 0, "0-100-14", "0-100-14")
+				r.Status.Replica.IORunning = false
+				r.Status.Replica.LastIOError = "Got fatal error 1236 from master when reading data from binary log"
+				return r
+			}(), restored(2, "0-100-9")},
+			state: Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{2}, ready: []bool{false, false, false},
 		},
 		{
 			name:      "lost status: the one writable instance is the primary",
@@ -327,8 +328,11 @@ func checkInvariants(t *testing.T, spec Spec, instances []Instance, d Decision) 
 			t.Errorf("unreachable instance %d is ready", i)
 		}
 	}
-	if writables > 1 && d.Op.Kind != OpFenceWritable && d.State != Lost && !spec.Hold {
+	if writables > 1 && d.Op.Kind != OpFenceWritable && d.State != Lost {
 		t.Errorf("%d writable instances and no fencing", writables)
+	}
+	if d.Fence != spec.Fence {
+		t.Errorf("decision made under fence %q records %q", spec.Fence, d.Fence)
 	}
 	if spec.Fence != "" {
 		// Writes stay stopped: no promotion, no writable primary, the primary out of service.
@@ -342,9 +346,6 @@ func checkInvariants(t *testing.T, spec Spec, instances []Instance, d Decision) 
 		}
 		if d.Primary >= 0 && d.Ready[d.Primary] {
 			t.Errorf("fenced primary %d is ready", d.Primary)
-		}
-		if spec.Hold && d.Op.Kind != OpNone {
-			t.Errorf("held cluster runs %s", d.Op.Kind)
 		}
 		if len(d.Errant) > len(spec.Errant) {
 			t.Errorf("fenced cluster recorded new errant instances %v", d.Errant)

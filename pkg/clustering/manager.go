@@ -26,7 +26,6 @@ type Manager struct {
 	primaryFailures int
 	switchoverTo    int
 	fence           string
-	hold            bool
 	observed        []Instance
 }
 
@@ -56,9 +55,9 @@ func (m *Manager) Primary() int { return int(m.published.Load()) }
 // RequestSwitchover asks for to to become the primary at the next steps.
 func (m *Manager) RequestSwitchover(to int) { m.switchoverTo = to }
 
-// SetFence stops writes from the next step on, for the reason given ("" lifts the fence);
-// hold also stops every operation (see Spec.Fence and Spec.Hold).
-func (m *Manager) SetFence(reason string, hold bool) { m.fence, m.hold = reason, hold && reason != "" }
+// SetFence stops writes from the next step on, for the reason given ("" lifts the fence; see
+// Spec.Fence).
+func (m *Manager) SetFence(reason string) { m.fence = reason }
 
 // ClearErrant forgets the errant instances: every member was re-filled from one backup, so
 // none holds transactions of its own any more.
@@ -100,7 +99,7 @@ func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	d := Decide(Spec{
 		Members: m.Members, SemiSync: m.Operator.SemiSync, Primary: m.primary,
 		PrimaryDown: m.primaryFailures >= m.FailoverAfter, SwitchoverTo: m.switchoverTo, Errant: m.errant,
-		Fence: m.fence, Hold: m.hold,
+		Fence: m.fence,
 	}, instances)
 	m.errant = d.Errant
 	if err := m.Operator.Run(ctx, d.Op); err != nil {

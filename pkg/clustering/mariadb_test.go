@@ -374,7 +374,7 @@ func TestFenceStopsWritesOnMariaDB(t *testing.T) {
 	app := c.servers[0].Conn(mariadb.AppUser, mariadb.AppPassword)
 	exec(t, app, "INSERT INTO app.t VALUES (1, 'before')")
 
-	c.m.SetFence("MySQLRestore undo", false)
+	c.m.SetFence("MySQLRestore undo")
 	d := c.converge("fenced", 30*time.Second, func(d clustering.Decision) bool { return d.State == clustering.Fenced })
 	if !slices.Equal(d.Ready, []bool{false, true, true}) || d.Primary != 0 {
 		t.Fatalf("fenced decision: primary %d ready %v (%s)", d.Primary, d.Ready, d.Reason)
@@ -400,7 +400,7 @@ func TestFenceStopsWritesOnMariaDB(t *testing.T) {
 		t.Fatal("a fenced cluster has a writable instance")
 	}
 
-	c.m.SetFence("", false)
+	c.m.SetFence("")
 	c.converge("writes back", 30*time.Second, healthy(0))
 	exec(t, app, "INSERT INTO app.t VALUES (4, 'after')")
 	c.assertConverged(0, 1, 2)

@@ -68,10 +68,18 @@ const (
 	BackupStarted = "BackupStarted"
 	// BackupCompleted: a backup is stored.
 	BackupCompleted = "BackupCompleted"
-	// RestoreStarted: the primary's agent started loading a backup.
+	// RestoreStarted: a restore started: the primary loads a logical backup, or every member
+	// stages a physical one.
 	RestoreStarted = "RestoreStarted"
-	// RestoreCompleted: a backup was loaded into the cluster.
+	// RestoreCompleted: a backup was restored into the cluster.
 	RestoreCompleted = "RestoreCompleted"
+	// RestoreWaiting: a restore waits for its backup, its cluster or the storage Secret.
+	RestoreWaiting = "RestoreWaiting"
+	// WritesStopped: a cluster's primary was made read-only because a restore runs.
+	WritesStopped = "WritesStopped"
+	// WritesResumed: the restore that stopped a cluster's writes ended; the primary takes
+	// writes again.
+	WritesResumed = "WritesResumed"
 	// BackupScheduled: a schedule created a backup.
 	BackupScheduled = "BackupScheduled"
 	// BackupSkipped: a scheduled backup was skipped because one still ran (Forbid).

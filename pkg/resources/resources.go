@@ -51,6 +51,10 @@ const (
 	AnnotationConfigHash = "mysqlop.io/config-hash"
 	// AnnotationVersion on a pod template (and so on each pod) is the server version it runs.
 	AnnotationVersion = "mysqlop.io/version"
+	// AnnotationRestore on a MySQLCluster names the running MySQLRestore that stopped its
+	// writes. It is honoured only while that restore exists and runs: the cluster controller
+	// removes it otherwise.
+	AnnotationRestore = "mysqlop.io/restore"
 )
 
 // Container, volume and port names and numbers shared by the builders.

@@ -33,6 +33,9 @@ type runnerConfig struct {
 	primary      int
 	switchoverTo int
 	pods         []string
+	// fence stops writes, naming who asked ("" for none); clearErrant forgets errant members.
+	fence       string
+	clearErrant bool
 }
 
 func (a runnerConfig) sameServers(b runnerConfig) bool {
@@ -84,6 +87,8 @@ func (c *Controller) ensureRunner(ctx context.Context, key cache.ObjectName, clu
 		r.cfg = cfg
 		r.gen++
 	}
+	// The fence reaches the running manager at its next round, without a new one.
+	r.cfg.fence, r.cfg.clearErrant = cfg.fence, cfg.clearErrant
 	return r
 }
 
@@ -148,6 +153,10 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		if cfg.switchoverTo >= 0 && cfg.switchoverTo != m.Primary() {
 			m.RequestSwitchover(cfg.switchoverTo)
 		}
+		m.SetFence(cfg.fence)
+		if cfg.clearErrant {
+			m.ClearErrant()
+		}
 		before := slices.Clone(m.Errant())
 		d, err := m.Step(ctx)
 		if ctx.Err() != nil {
@@ -167,6 +176,8 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.FailOver, "Primary %s is down: promoted %s", name(d.Op.From), name(d.Op.Primary))
 		case d.Op.Kind == clustering.OpSwitchover:
 			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.SwitchOver, "Switched over from %s to %s", name(d.Op.From), name(d.Op.Primary))
+		case d.Op.Kind == clustering.OpFenceWritable && slices.Equal(d.Op.Targets, []int{d.Op.Primary}):
+			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.WritesStopped, "Made primary %s read-only: writes are stopped (%s)", name(d.Op.Primary), cfg.fence)
 		case d.Op.Kind == clustering.OpFenceWritable:
 			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.FencedWritable, "Made %v read-only: only the primary %s may be writable", podNames(d.Op.Targets, name), name(d.Op.Primary))
 		}
@@ -243,5 +254,5 @@ const statusRefreshRounds = 10
 
 // summary is what of a decision the cluster's labels and status depend on.
 func summary(d clustering.Decision) string {
-	return fmt.Sprint(d.State, d.Primary, d.Ready, d.Errant, d.Reason)
+	return fmt.Sprint(d.State, d.Primary, d.Ready, d.Errant, d.Reason, d.Fence)
 }

@@ -74,6 +74,7 @@ type Controller struct {
 	mysql versioned.Interface
 
 	clusters     listers.MySQLClusterLister
+	restores     listers.MySQLRestoreLister
 	statefulSets appslisters.StatefulSetLister
 	services     corelisters.ServiceLister
 	configMaps   corelisters.ConfigMapLister
@@ -96,6 +97,10 @@ type Controller struct {
 func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.Set, recorder record.EventRecorder, cfg Config) (*Controller, error) {
 	clusterInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLClusters().Informer()
+	})
+	// A running restore stops its cluster's writes; its steps change what clustering may do.
+	restoreInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLRestores().Informer()
 	})
 	kinds := map[string]informerset.Informers{
 		"statefulsets": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
@@ -127,13 +132,14 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		kube:         kube,
 		mysql:        mysql,
 		clusters:     listers.NewMySQLClusterLister(clusterInf.Indexer()),
+		restores:     listers.NewMySQLRestoreLister(restoreInf.Indexer()),
 		statefulSets: appslisters.NewStatefulSetLister(kinds["statefulsets"].Indexer()),
 		services:     corelisters.NewServiceLister(kinds["services"].Indexer()),
 		configMaps:   corelisters.NewConfigMapLister(kinds["configmaps"].Indexer()),
 		secrets:      corelisters.NewSecretLister(kinds["secrets"].Indexer()),
 		pdbs:         policylisters.NewPodDisruptionBudgetLister(kinds["pdbs"].Indexer()),
 		pods:         corelisters.NewPodLister(kinds["pods"].Indexer()),
-		synced:       []cache.InformerSynced{clusterInf.HasSynced},
+		synced:       []cache.InformerSynced{clusterInf.HasSynced, restoreInf.HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
@@ -147,6 +153,26 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		DeleteFunc: c.enqueue,
 	}); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
+	}
+	enqueueRestoreCluster := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if r, ok := obj.(*v1alpha1.MySQLRestore); ok {
+			c.queue.Add(cache.ObjectName{Namespace: r.Namespace, Name: r.Spec.ClusterRef.Name})
+		}
+	}
+	if err := restoreInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: enqueueRestoreCluster,
+		UpdateFunc: func(old, obj any) {
+			o, n := old.(*v1alpha1.MySQLRestore).Status, obj.(*v1alpha1.MySQLRestore).Status
+			if o.Phase != n.Phase || o.Step != n.Step {
+				enqueueRestoreCluster(obj)
+			}
+		},
+		DeleteFunc: enqueueRestoreCluster,
+	}); err != nil {
+		return nil, fmt.Errorf("watch restores: %w", err)
 	}
 	for kind, inf := range kinds {
 		if err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -53,9 +53,10 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 	t.Helper()
 	var kubeObjs, mysqlObjs []runtime.Object
 	for _, o := range objs {
-		if _, ok := o.(*v1alpha1.MySQLCluster); ok {
+		switch o.(type) {
+		case *v1alpha1.MySQLCluster, *v1alpha1.MySQLRestore:
 			mysqlObjs = append(mysqlObjs, o)
-		} else {
+		default:
 			kubeObjs = append(kubeObjs, o)
 		}
 	}
@@ -586,5 +587,66 @@ func TestHandleChildEnqueuesOwner(t *testing.T) {
 	k, _ := f.ctrl.queue.Get()
 	if k != key {
 		t.Errorf("queued %v", k)
+	}
+}
+
+// A running restore's fence holds a rolling restart; once the restore is over, the cluster
+// controller lifts a fence the restore left behind (with an event) and the restart goes on.
+func TestFenceHoldsRestartsUntilTheRestoreEnds(t *testing.T) {
+	f := inSync(t, mariadb(3, "10.11.6"))
+	restore := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "undo", Namespace: ns},
+		Spec:   v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, BackupRef: v1alpha1.LocalReference{Name: "b"}},
+		Status: v1alpha1.MySQLRestoreStatus{Phase: v1alpha1.JobRunning, Step: v1alpha1.RestoreLoading}}
+	ctx := context.Background()
+	if _, err := f.mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, restore, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.editCluster(func(c *v1alpha1.MySQLCluster) {
+		c.Annotations = map[string]string{resources.AnnotationRestore: "undo"}
+		c.Spec.Version = "10.11.8"
+	})
+	waitRestoreCached := func(phase v1alpha1.JobPhase) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+			r, err := f.ctrl.restores.MySQLRestores(ns).Get("undo")
+			return err == nil && r.Status.Phase == phase, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRestoreCached(v1alpha1.JobRunning)
+	for range 2 {
+		f.sync()
+		for _, a := range f.writes() {
+			if a.GetVerb() == "delete" {
+				t.Fatalf("restarted a member during a restore: %s", describe([]core.Action{a}))
+			}
+		}
+		if c := f.cluster(); c.Annotations[resources.AnnotationRestore] != "undo" {
+			t.Fatal("the fence of a running restore was lifted")
+		}
+		f.settle()
+	}
+
+	restore.Status.Phase = v1alpha1.JobComplete
+	if _, err := f.mysql.MysqlopV1alpha1().MySQLRestores(ns).UpdateStatus(ctx, restore, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRestoreCached(v1alpha1.JobComplete)
+	f.sync()
+	if c := f.cluster(); c.Annotations[resources.AnnotationRestore] != "" {
+		t.Error("the fence of a finished restore stays")
+	}
+	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "WritesResumed") {
+		t.Errorf("no WritesResumed event in %q", ev)
+	}
+	deleted := 0
+	for _, a := range f.kube.Actions() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			deleted++
+		}
+	}
+	if deleted != 1 {
+		t.Errorf("after the restore, %d members restarted; want the rollout to go on with one", deleted)
 	}
 }

@@ -219,6 +219,34 @@ func switchoverTarget(requested, setName string, desired int32, plan podPlan, d 
 	return -1, true
 }
 
+// fence is what a cluster's restore annotation asks of its clustering.
+type fence struct {
+	// Reason says who stopped writes; "" when writes go on.
+	Reason string
+	// ClearErrant is set once a physical restore re-filled every member from one backup: no
+	// member holds transactions of its own any more.
+	ClearErrant bool
+	// Stale is set when the annotation names no running restore of the cluster; it is removed.
+	Stale bool
+}
+
+// decideFence reads the restore annotation of c; r is the MySQLRestore it names, nil when
+// none exists. Writes stay stopped only while that restore runs against c, so a restore that
+// ended, failed or was deleted without lifting the fence never leaves the cluster read-only.
+func decideFence(c *v1alpha1.MySQLCluster, r *v1alpha1.MySQLRestore) fence {
+	name := c.Annotations[resources.AnnotationRestore]
+	if name == "" {
+		return fence{}
+	}
+	if r == nil || r.DeletionTimestamp != nil || r.Spec.ClusterRef.Name != c.Name || r.Status.Phase != v1alpha1.JobRunning {
+		return fence{Stale: true}
+	}
+	return fence{
+		Reason:      "MySQLRestore " + name,
+		ClearErrant: r.Status.Method == v1alpha1.BackupPhysical && r.Status.Step == v1alpha1.RestoreRejoining,
+	}
+}
+
 // observed is everything computeStatus reads.
 type observed struct {
 	Cluster *v1alpha1.MySQLCluster // defaulted copy, spec.version already decided
@@ -233,6 +261,9 @@ type observed struct {
 	OperatorVersion  string
 	// Clustering is nil when no clustering manager runs for the cluster.
 	Clustering *clusteringView
+	// Fence says who stopped the cluster's writes, "" when nobody did. The phase is Fenced once
+	// the clustering decision was made under it.
+	Fence string
 }
 
 // computeStatus returns the cluster's new status from what was observed. Conditions keep their
@@ -320,13 +351,19 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 		if healthy {
 			h, deg = metav1.ConditionTrue, metav1.ConditionFalse
 		}
-		if dec.State == clustering.Bootstrapping {
+		if dec.State == clustering.Bootstrapping || dec.State == clustering.Fenced {
 			deg = metav1.ConditionFalse
 		}
 		set(v1alpha1.ConditionHealthy, h, string(dec.State), dec.Reason)
 		set(v1alpha1.ConditionDegraded, deg, string(dec.State), dec.Reason)
 	}
 	switch {
+	case dec != nil && o.Fence != "" && dec.Fence == o.Fence:
+		// Stopped on purpose, and clustering carried out a decision under the fence: the
+		// primary takes no more writes. The phase says so for the whole restore, the
+		// conditions say how.
+		st.Phase = v1alpha1.ClusterFenced
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, string(clustering.Fenced), dec.Reason)
 	case dec != nil && o.Plan.Outdated == 0 && dec.State != clustering.Healthy && dec.State != clustering.Degraded:
 		// Bootstrapping, FailingOver, Lost: the clustering state is the phase.
 		st.Phase = v1alpha1.ClusterPhase(dec.State)

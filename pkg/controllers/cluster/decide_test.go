@@ -403,3 +403,74 @@ func TestComputeStatusKeepsTheRecordedPrimary(t *testing.T) {
 		t.Fatalf("primary %q, want the recorded db-0", st.Primary)
 	}
 }
+
+func TestDecideFence(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Annotations = map[string]string{resources.AnnotationRestore: "undo"}
+	})
+	restore := func(phase v1alpha1.JobPhase, method v1alpha1.BackupMethod, step v1alpha1.RestoreStep) *v1alpha1.MySQLRestore {
+		return &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "undo", Namespace: "ns"},
+			Spec:   v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}},
+			Status: v1alpha1.MySQLRestoreStatus{Phase: phase, Method: method, Step: step}}
+	}
+	deleting := restore(v1alpha1.JobRunning, v1alpha1.BackupLogical, v1alpha1.RestoreLoading)
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	otherCluster := restore(v1alpha1.JobRunning, v1alpha1.BackupLogical, v1alpha1.RestoreLoading)
+	otherCluster.Spec.ClusterRef.Name = "other"
+	for _, tc := range []struct {
+		name    string
+		cluster *v1alpha1.MySQLCluster
+		restore *v1alpha1.MySQLRestore
+		want    fence
+	}{
+		{"no annotation", testutil.Cluster("ns", "db"), nil, fence{}},
+		{"running logical restore", c, restore(v1alpha1.JobRunning, v1alpha1.BackupLogical, v1alpha1.RestoreLoading), fence{Reason: "MySQLRestore undo"}},
+		{"physical restore still restarting members", c, restore(v1alpha1.JobRunning, v1alpha1.BackupPhysical, v1alpha1.RestoreRestarting), fence{Reason: "MySQLRestore undo"}},
+		{"physical restore rejoining: every member re-filled", c, restore(v1alpha1.JobRunning, v1alpha1.BackupPhysical, v1alpha1.RestoreRejoining),
+			fence{Reason: "MySQLRestore undo", ClearErrant: true}},
+		{"restore gone", c, nil, fence{Stale: true}},
+		{"restore finished", c, restore(v1alpha1.JobComplete, v1alpha1.BackupLogical, ""), fence{Stale: true}},
+		{"restore failed", c, restore(v1alpha1.JobFailed, v1alpha1.BackupPhysical, v1alpha1.RestoreStaging), fence{Stale: true}},
+		{"restore not started", c, restore(v1alpha1.JobPending, "", ""), fence{Stale: true}},
+		{"restore being deleted", c, deleting, fence{Stale: true}},
+		{"restore of another cluster", c, otherCluster, fence{Stale: true}},
+	} {
+		if got := decideFence(tc.cluster, tc.restore); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// While a restore runs, the phase says Fenced whatever else clustering reports, the primary
+// is recorded but not ready, and a fenced cluster is not Degraded for it.
+func TestComputeStatusFenced(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 3 })
+	pods := []*corev1.Pod{pod(0, "h", "a", "", false), pod(1, "h", "a", "replica", true), pod(2, "h", "a", "replica", true)}
+	for _, tc := range []struct {
+		name     string
+		d        clustering.Decision
+		degraded metav1.ConditionStatus
+	}{
+		{"in place", clustering.Decision{State: clustering.Fenced, Primary: 0, Ready: []bool{false, true, true}, Reason: "writes are stopped",
+			Fence: "MySQLRestore undo"}, metav1.ConditionFalse},
+		{"a member down meanwhile", clustering.Decision{State: clustering.Degraded, Primary: 0, Ready: []bool{false, true, false}, Reason: "unreachable: [2]",
+			Fence: "MySQLRestore undo"}, metav1.ConditionTrue},
+	} {
+		st := computeStatus(v1alpha1.MySQLClusterStatus{}, observed{Cluster: c, Pods: pods, Fence: "MySQLRestore undo",
+			Clustering: &clusteringView{Decision: &tc.d}})
+		ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		if st.Phase != v1alpha1.ClusterFenced || st.Primary != "db-0" || ready.Status != metav1.ConditionFalse || ready.Reason != "Fenced" || ready.Message != tc.d.Reason {
+			t.Errorf("%s: phase %s primary %q ready %+v", tc.name, st.Phase, st.Primary, ready)
+		}
+		if d := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionDegraded); d.Status != tc.degraded {
+			t.Errorf("%s: Degraded %+v", tc.name, d)
+		}
+	}
+	// Until clustering decided under the fence, the primary may still take writes: not Fenced.
+	before := clustering.Decision{State: clustering.Healthy, Primary: 0, Ready: []bool{true, true, true}}
+	if st := computeStatus(v1alpha1.MySQLClusterStatus{}, observed{Cluster: c, Pods: pods, Fence: "MySQLRestore undo",
+		Clustering: &clusteringView{Decision: &before}}); st.Phase == v1alpha1.ClusterFenced {
+		t.Error("phase Fenced before clustering applied the fence")
+	}
+}

@@ -93,10 +93,16 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	plan := planPods(&desiredSTS.Spec.Template, c.cfg.Images.Agent, pods, resources.StatefulSetName(cluster),
 		cluster.Spec.Members, templateObserved(children.current, desiredSTS))
+	f, err := c.fence(ctx, latest)
+	syncErr = errors.Join(syncErr, err)
+	if f.Reason != "" {
+		// A restore owns the members until it ends: no rolling restart meanwhile.
+		plan.Restart = nil
+	}
 	var view *clusteringView
 	if c.cfg.Clustering && !children.statefulSetConflict {
 		var err error
-		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, prev, pods, plan)
+		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, prev, pods, plan, f)
 		syncErr = errors.Join(syncErr, err)
 	}
 	if !children.statefulSetConflict {
@@ -106,13 +112,36 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	st := computeStatus(latest.Status, observed{
 		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts,
 		Refused: vd.Refused, RequestedVersion: requested, OperatorVersion: c.cfg.OperatorVersion,
-		Clustering: view,
+		Clustering: view, Fence: f.Reason,
 	})
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
 		return errors.Join(syncErr, err)
 	}
 	return syncErr
+}
+
+// fence reads the cluster's restore annotation and removes it when it names no running
+// restore of the cluster (the restore ended or was deleted without lifting it).
+func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) (fence, error) {
+	name := cluster.Annotations[resources.AnnotationRestore]
+	if name == "" {
+		return fence{}, nil
+	}
+	r, err := c.restores.MySQLRestores(cluster.Namespace).Get(name)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fence{}, fmt.Errorf("get restore %s: %w", name, err)
+	}
+	f := decideFence(cluster, r)
+	if !f.Stale {
+		return f, nil
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{resources.AnnotationRestore: nil}}})
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch(ctx, cluster.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return f, fmt.Errorf("lift the fence of restore %s: %w", name, err)
+	}
+	c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.WritesResumed, "MySQLRestore %s is not running: writes resume", name)
+	return f, nil
 }
 
 // childrenResult is what syncChildren did.
@@ -187,11 +216,11 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	return res, errors.Join(errs...)
 }
 
-// syncClustering hands the cluster's current shape to its clustering runner, moves role labels
-// to the runner's latest decision, asks for a switchover when one is requested, when a
+// syncClustering hands the cluster's current shape (and fence) to its clustering runner,
+// moves role labels to the runner's latest decision, asks for a switchover when one is requested, when a
 // scale-down would remove the primary, or when the rollout would restart the primary (holding
 // that restart until the primary moved), and clears a switchover request once it is done.
-func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, prev *clustering.Decision, pods []*corev1.Pod, plan podPlan) (*clusteringView, podPlan, error) {
+func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, prev *clustering.Decision, pods []*corev1.Pod, plan podPlan, f fence) (*clusteringView, podPlan, error) {
 	sec, err := c.secrets.Secrets(cluster.Namespace).Get(resources.CredentialsSecretName(cluster))
 	if err != nil {
 		return nil, plan, nil // created in this round; the next one starts clustering
@@ -204,6 +233,8 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		operatorPass: string(sec.Data[resources.SecretKeyOperatorPassword]),
 		replPass:     string(sec.Data[resources.SecretKeyReplicationPassword]),
 		primary:      resources.Ordinal(setName, latest.Status.Primary),
+		fence:        f.Reason,
+		clearErrant:  f.ClearErrant,
 	}
 	for i := range int(cluster.Spec.Members) {
 		pod := fmt.Sprintf("%s-%d", setName, i)

@@ -314,11 +314,15 @@ type MySQLBackupScheduleList struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
 // +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.spec.backupRef.name`
+// +kubebuilder:printcolumn:name="Method",type=string,JSONPath=`.status.method`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.step`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
-// MySQLRestore restores a MySQLBackup into a MySQLCluster: writes are stopped, the primary is
-// restored and the replicas are re-seeded from it.
+// MySQLRestore restores a MySQLBackup into a MySQLCluster. Writes are stopped for the whole
+// restore. A logical backup is loaded through the primary and replicates to every replica; a
+// physical one is unpacked on every member and each restarts onto it, so every member holds
+// the backup's data at its GTID position.
 type MySQLRestore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -337,7 +341,30 @@ type MySQLRestoreSpec struct {
 	ClusterRef ClusterReference `json:"clusterRef"`
 	// BackupRef is the MySQLBackup to restore; it must be Complete.
 	BackupRef LocalReference `json:"backupRef"`
+	// Timeout bounds the restore from its start; past it, the restore fails and writes resume.
+	// Default 6h.
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
+
+// RestoreStep is where a running restore is.
+// +kubebuilder:validation:Enum=Fencing;Loading;Staging;Restarting;Rejoining
+type RestoreStep string
+
+// Steps of a running restore.
+const (
+	// RestoreFencing: writes are being stopped on the cluster.
+	RestoreFencing RestoreStep = "Fencing"
+	// RestoreLoading: a logical backup is loaded through the primary.
+	RestoreLoading RestoreStep = "Loading"
+	// RestoreStaging: every member unpacks and prepares a physical backup beside its data.
+	RestoreStaging RestoreStep = "Staging"
+	// RestoreRestarting: the members restart onto the restored data.
+	RestoreRestarting RestoreStep = "Restarting"
+	// RestoreRejoining: the restarted members replicate from the primary again; writes resume
+	// once all do.
+	RestoreRejoining RestoreStep = "Rejoining"
+)
 
 // MySQLRestoreStatus is the progress and result of a restore.
 type MySQLRestoreStatus struct {
@@ -347,9 +374,27 @@ type MySQLRestoreStatus struct {
 	// Phase is Pending, Running, Complete or Failed.
 	// +optional
 	Phase JobPhase `json:"phase,omitempty"`
-	// Member is the primary the backup is loaded through.
+	// Method is the method of the backup restored.
+	// +optional
+	Method BackupMethod `json:"method,omitempty"`
+	// Step is where a running restore is.
+	// +optional
+	Step RestoreStep `json:"step,omitempty"`
+	// Member is the primary a logical backup is loaded through.
 	// +optional
 	Member string `json:"member,omitempty"`
+	// Members are the members a physical backup is restored on: all of them.
+	// +listType=atomic
+	// +optional
+	Members []string `json:"members,omitempty"`
+	// Restarted are the members whose pods the restore deleted, so that they start on the
+	// restored data; each is restarted once.
+	// +listType=atomic
+	// +optional
+	Restarted []string `json:"restarted,omitempty"`
+	// GTIDPosition is the GTID position of the backup restored.
+	// +optional
+	GTIDPosition string `json:"gtidPosition,omitempty"`
 	// StartTime is when the restore started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

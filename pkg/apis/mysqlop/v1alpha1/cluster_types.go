@@ -48,6 +48,9 @@ const (
 	ClusterLost ClusterPhase = "Lost"
 	// ClusterInvalid means the spec cannot be acted on; the Accepted condition says why.
 	ClusterInvalid ClusterPhase = "Invalid"
+	// ClusterFenced means writes are stopped on purpose while a MySQLRestore runs: the
+	// primary is read-only and out of the primary Service, and nothing fails over.
+	ClusterFenced ClusterPhase = "Fenced"
 )
 
 // Condition types of a MySQLCluster.
@@ -209,8 +212,8 @@ type MySQLClusterSpec struct {
 
 // BootstrapSpec says where a new cluster's data comes from.
 type BootstrapSpec struct {
-	// FromBackup is a Complete logical MySQLBackup in the cluster's namespace; it is restored
-	// once, through a MySQLRestore named <cluster>-bootstrap.
+	// FromBackup is a MySQLBackup (logical or physical) in the cluster's namespace; it is
+	// restored once, through a MySQLRestore named <cluster>-bootstrap.
 	FromBackup LocalReference `json:"fromBackup"`
 }
 

@@ -23,8 +23,8 @@ package v1alpha1
 //
 // BootstrapSpec says where a new cluster's data comes from.
 type BootstrapSpecApplyConfiguration struct {
-	// FromBackup is a Complete logical MySQLBackup in the cluster's namespace; it is restored
-	// once, through a MySQLRestore named <cluster>-bootstrap.
+	// FromBackup is a MySQLBackup (logical or physical) in the cluster's namespace; it is
+	// restored once, through a MySQLRestore named <cluster>-bootstrap.
 	FromBackup *LocalReferenceApplyConfiguration `json:"fromBackup,omitempty"`
 }
 

@@ -27,8 +27,10 @@ import (
 // MySQLRestoreApplyConfiguration represents a declarative configuration of the MySQLRestore type for use
 // with apply.
 //
-// MySQLRestore restores a MySQLBackup into a MySQLCluster: writes are stopped, the primary is
-// restored and the replicas are re-seeded from it.
+// MySQLRestore restores a MySQLBackup into a MySQLCluster. Writes are stopped for the whole
+// restore. A logical backup is loaded through the primary and replicates to every replica; a
+// physical one is unpacked on every member and each restarts onto it, so every member holds
+// the backup's data at its GTID position.
 type MySQLRestoreApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

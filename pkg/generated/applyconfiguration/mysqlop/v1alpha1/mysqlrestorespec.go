@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // MySQLRestoreSpecApplyConfiguration represents a declarative configuration of the MySQLRestoreSpec type for use
 // with apply.
 //
@@ -27,6 +31,9 @@ type MySQLRestoreSpecApplyConfiguration struct {
 	ClusterRef *ClusterReferenceApplyConfiguration `json:"clusterRef,omitempty"`
 	// BackupRef is the MySQLBackup to restore; it must be Complete.
 	BackupRef *LocalReferenceApplyConfiguration `json:"backupRef,omitempty"`
+	// Timeout bounds the restore from its start; past it, the restore fails and writes resume.
+	// Default 6h.
+	Timeout *v1.Duration `json:"timeout,omitempty"`
 }
 
 // MySQLRestoreSpecApplyConfiguration constructs a declarative configuration of the MySQLRestoreSpec type for use with
@@ -48,5 +55,13 @@ func (b *MySQLRestoreSpecApplyConfiguration) WithClusterRef(value *ClusterRefere
 // If called multiple times, the BackupRef field is set to the value of the last call.
 func (b *MySQLRestoreSpecApplyConfiguration) WithBackupRef(value *LocalReferenceApplyConfiguration) *MySQLRestoreSpecApplyConfiguration {
 	b.BackupRef = value
+	return b
+}
+
+// WithTimeout sets the Timeout field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Timeout field is set to the value of the last call.
+func (b *MySQLRestoreSpecApplyConfiguration) WithTimeout(value v1.Duration) *MySQLRestoreSpecApplyConfiguration {
+	b.Timeout = &value
 	return b
 }

@@ -33,8 +33,19 @@ type MySQLRestoreStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Phase is Pending, Running, Complete or Failed.
 	Phase *mysqlopv1alpha1.JobPhase `json:"phase,omitempty"`
-	// Member is the primary the backup is loaded through.
+	// Method is the method of the backup restored.
+	Method *mysqlopv1alpha1.BackupMethod `json:"method,omitempty"`
+	// Step is where a running restore is.
+	Step *mysqlopv1alpha1.RestoreStep `json:"step,omitempty"`
+	// Member is the primary a logical backup is loaded through.
 	Member *string `json:"member,omitempty"`
+	// Members are the members a physical backup is restored on: all of them.
+	Members []string `json:"members,omitempty"`
+	// Restarted are the members whose pods the restore deleted, so that they start on the
+	// restored data; each is restarted once.
+	Restarted []string `json:"restarted,omitempty"`
+	// GTIDPosition is the GTID position of the backup restored.
+	GTIDPosition *string `json:"gtidPosition,omitempty"`
 	// StartTime is when the restore started.
 	StartTime *v1.Time `json:"startTime,omitempty"`
 	// CompletionTime is when the restore completed or failed.
@@ -65,11 +76,55 @@ func (b *MySQLRestoreStatusApplyConfiguration) WithPhase(value mysqlopv1alpha1.J
 	return b
 }
 
+// WithMethod sets the Method field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Method field is set to the value of the last call.
+func (b *MySQLRestoreStatusApplyConfiguration) WithMethod(value mysqlopv1alpha1.BackupMethod) *MySQLRestoreStatusApplyConfiguration {
+	b.Method = &value
+	return b
+}
+
+// WithStep sets the Step field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Step field is set to the value of the last call.
+func (b *MySQLRestoreStatusApplyConfiguration) WithStep(value mysqlopv1alpha1.RestoreStep) *MySQLRestoreStatusApplyConfiguration {
+	b.Step = &value
+	return b
+}
+
 // WithMember sets the Member field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Member field is set to the value of the last call.
 func (b *MySQLRestoreStatusApplyConfiguration) WithMember(value string) *MySQLRestoreStatusApplyConfiguration {
 	b.Member = &value
+	return b
+}
+
+// WithMembers adds the given value to the Members field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Members field.
+func (b *MySQLRestoreStatusApplyConfiguration) WithMembers(values ...string) *MySQLRestoreStatusApplyConfiguration {
+	for i := range values {
+		b.Members = append(b.Members, values[i])
+	}
+	return b
+}
+
+// WithRestarted adds the given value to the Restarted field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Restarted field.
+func (b *MySQLRestoreStatusApplyConfiguration) WithRestarted(values ...string) *MySQLRestoreStatusApplyConfiguration {
+	for i := range values {
+		b.Restarted = append(b.Restarted, values[i])
+	}
+	return b
+}
+
+// WithGTIDPosition sets the GTIDPosition field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the GTIDPosition field is set to the value of the last call.
+func (b *MySQLRestoreStatusApplyConfiguration) WithGTIDPosition(value string) *MySQLRestoreStatusApplyConfiguration {
+	b.GTIDPosition = &value
 	return b
 }
 
