@@ -74,7 +74,7 @@ func Init(ctx context.Context, o InitOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := applyStagedRestore(ctx, o, cnf); err != nil {
+	if err := ApplyStagedRestore(ctx, o, cnf); err != nil {
 		return err
 	}
 	if initialised(o.DataDir) {

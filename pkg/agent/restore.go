@@ -293,10 +293,12 @@ func (s *Server) discardRestore(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// applyStagedRestore runs in init, before the server starts: it puts a committed physical
-// restore in place of the datadir and removes staging that was never committed. Every step
-// can be repeated, so a pod that dies half way finishes the job at its next start.
-func applyStagedRestore(ctx context.Context, o InitOptions, cnf string) error {
+// ApplyStagedRestore runs before the server starts (Init calls it first; tests that run
+// servers themselves call it between a stop and a start): it puts a committed physical
+// restore in place of o.DataDir and removes staging that was never committed. cnf is the
+// server's configuration file. Every step can be repeated, so a pod that dies half way
+// finishes the job at its next start.
+func ApplyStagedRestore(ctx context.Context, o InitOptions, cnf string) error {
 	logger := klog.FromContext(ctx)
 	root := stagingDir(o.DataDir)
 	rec, err := readRecord(stagedPath(o.DataDir))

@@ -29,6 +29,39 @@ import (
 	"github.com/mysqlop/mysql-operator/test/s3"
 )
 
+// withAgents serves an in-process agent for each server (standing for the members' agent
+// containers) and points the operator at them.
+func withAgents(t *testing.T, servers []*mariadb.Server) func(*options.Options) {
+	t.Helper()
+	agents := make([]string, len(servers))
+	for i, s := range servers {
+		srv := agent.NewServer(s.Admin(), testAgentToken)
+		srv.EnableBackups(context.Background(), agent.BackupConfig{Flavor: mysqlsql.MariaDB, Socket: s.Socket, DataDir: filepath.Join(s.Dir, "data"),
+			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()})
+		h := httptest.NewServer(srv.Handler())
+		t.Cleanup(h.Close)
+		agents[i] = strings.TrimPrefix(h.URL, "http://")
+	}
+	return func(o *options.Options) {
+		o.AgentAddress = func(_, _, pod string) (string, int) {
+			i, _ := agent.Ordinal(pod)
+			host, port, _ := net.SplitHostPort(agents[i])
+			p, _ := strconv.Atoi(port)
+			return host, p
+		}
+	}
+}
+
+// s3Secret creates the storage credentials Secret name in ns.
+func s3Secret(t *testing.T, ns, name, secretKey string) {
+	t.Helper()
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte(secretKey)}}
+	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(context.Background(), creds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func newBackup(ns, name string, gw *s3.Server, secret string) *v1alpha1.MySQLBackup {
 	return &v1alpha1.MySQLBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -71,23 +104,7 @@ func TestBackupsToS3(t *testing.T) {
 	gw := s3.Start(t)
 	servers := mariadb.Start(t, 2, mariadb.Options{})
 	ctx := context.Background()
-	agents := make([]string, len(servers))
-	for i, s := range servers {
-		srv := agent.NewServer(s.Admin(), testAgentToken)
-		srv.EnableBackups(ctx, agent.BackupConfig{Flavor: mysqlsql.MariaDB, Socket: s.Socket, DataDir: filepath.Join(s.Dir, "data"),
-			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()})
-		h := httptest.NewServer(srv.Handler())
-		t.Cleanup(h.Close)
-		agents[i] = strings.TrimPrefix(h.URL, "http://")
-	}
-	ns := clusterOn(t, servers, func(o *options.Options) {
-		o.AgentAddress = func(_, _, pod string) (string, int) {
-			i, _ := agent.Ordinal(pod)
-			host, port, _ := net.SplitHostPort(agents[i])
-			p, _ := strconv.Atoi(port)
-			return host, p
-		}
-	})
+	ns := clusterOn(t, servers, withAgents(t, servers))
 	waitRoles(t, ns, "db-0", "db-1")
 	if err := mariadb.CreateApp(ctx, servers[0].Admin().DB); err != nil {
 		t.Fatal(err)
@@ -114,11 +131,7 @@ func TestBackupsToS3(t *testing.T) {
 	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionComplete); c == nil || !strings.Contains(c.Message, "s3-credentials") {
 		t.Fatalf("pending backup condition %+v", c)
 	}
-	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns},
-		Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte(s3.SecretKey)}}
-	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(ctx, creds, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s3Secret(t, ns, "s3-credentials", s3.SecretKey)
 	b = waitBackupPhase(t, ns, "nightly", v1alpha1.JobComplete, v1alpha1.JobFailed)
 	if b.Status.Phase != v1alpha1.JobComplete || b.Status.Member != "db-1" || b.Status.GTIDPosition == "" || b.Status.StartTime == nil || b.Status.CompletionTime == nil {
 		t.Fatalf("logical backup status %+v", b.Status)
@@ -175,9 +188,19 @@ func TestBackupsToS3(t *testing.T) {
 		})
 		return r
 	}
-	if undo := restoreFrom("undo", "nightly"); undo.Status.Phase != v1alpha1.JobComplete || undo.Status.Member != "db-0" {
+	if undo := restoreFrom("undo", "nightly"); undo.Status.Phase != v1alpha1.JobComplete || undo.Status.Member != "db-0" || undo.Status.Method != v1alpha1.BackupLogical {
 		t.Fatalf("restore status %+v", undo.Status)
 	}
+	// Writes were stopped for the load and resumed after it.
+	for _, want := range []string{reasons.WritesStopped, reasons.WritesResumed} {
+		if _, ok := events(t, ns, "db")[want]; !ok {
+			t.Errorf("no %s event on the cluster", want)
+		}
+	}
+	eventually(t, 30*time.Second, "writable primary after the restore", func(ctx context.Context) (bool, error) {
+		st, err := servers[0].Admin().Status(ctx)
+		return err == nil && !st.ReadOnly, nil
+	})
 	for i, s := range servers {
 		eventually(t, 20*time.Second, "restored table on server "+strconv.Itoa(i), func(ctx context.Context) (bool, error) {
 			return checksum(t, s, "app.t") == sumBefore, nil
@@ -219,22 +242,8 @@ func TestBackupsToS3(t *testing.T) {
 			t.Errorf("restore of a %s object changed the data", tc.name)
 		}
 	}
-	if _, err := restores.Create(ctx, &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "from-physical", Namespace: ns},
-		Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, BackupRef: v1alpha1.LocalReference{Name: "full"}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "physical restore refused", func(ctx context.Context) (bool, error) {
-		r, err := restores.Get(ctx, "from-physical", metav1.GetOptions{})
-		c := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionComplete)
-		return err == nil && r.Status.Phase == v1alpha1.JobFailed && c != nil && strings.Contains(c.Message, "physical"), nil
-	})
-
 	// Wrong credentials: Failed with the reason, never retried.
-	bad := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "bad-credentials", Namespace: ns},
-		Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte("wrong-Secret-value")}}
-	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(ctx, bad, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s3Secret(t, ns, "bad-credentials", "wrong-Secret-value")
 	if _, err := backups.Create(ctx, newBackup(ns, "denied", gw, "bad-credentials"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	gomysql "github.com/go-sql-driver/mysql"
+
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/test/proc"
 )
@@ -232,8 +234,9 @@ func (s *Server) startOnce(bin string) error {
 	return nil
 }
 
-// answers reports whether the server runs a query over its socket as root (passwordless
-// over the socket only).
+// answers reports whether the server answers over its socket as root (passwordless over the
+// socket only). A refusal is an answer too: a datadir restored by the agent's init step has
+// the root password of its credentials.
 func (s *Server) answers() bool {
 	if !fileExists(s.Socket) {
 		return false
@@ -245,7 +248,9 @@ func (s *Server) answers() bool {
 	defer db.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return db.PingContext(ctx) == nil
+	err = db.PingContext(ctx)
+	var refused *gomysql.MySQLError
+	return err == nil || errors.As(err, &refused)
 }
 
 // createUsers creates the admin and replication users over the socket (root has no password

@@ -136,6 +136,18 @@ func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) 
 	if !f.Stale {
 		return f, nil
 	}
+	// The cache may not show yet that the restore runs (it sets Running, then the fence):
+	// confirm with the API server before lifting the fence.
+	live, err := c.mysql.MysqlopV1alpha1().MySQLRestores(cluster.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return fence{}, fmt.Errorf("get restore %s: %w", name, err)
+	}
+	if f = decideFence(cluster, live); !f.Stale {
+		return f, nil
+	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{resources.AnnotationRestore: nil}}})
 	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch(ctx, cluster.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return f, fmt.Errorf("lift the fence of restore %s: %w", name, err)
