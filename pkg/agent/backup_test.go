@@ -87,9 +87,15 @@ func TestBackupAPIOnMariaDB(t *testing.T) {
 
 func waitBackup(t *testing.T, c *agent.Client, id string) *agent.BackupState {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	return waitJob(t, id, c.Backup)
+}
+
+// waitJob asks get about job id until it no longer runs (2 minutes at most).
+func waitJob(t *testing.T, id string, get func(context.Context, string) (*agent.BackupState, error)) *agent.BackupState {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		st, err := c.Backup(context.Background(), id)
+		st, err := get(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +103,7 @@ func waitBackup(t *testing.T, c *agent.Client, id string) *agent.BackupState {
 			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("backup %s still running after 60s", id)
+			t.Fatalf("job %s still running after 2 minutes", id)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

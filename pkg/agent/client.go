@@ -69,8 +69,13 @@ func (c *Client) StartBackup(ctx context.Context, req BackupRequest) (*BackupSta
 
 // Backup returns the state of backup id; ErrBackupNotFound when the agent does not know it.
 func (c *Client) Backup(ctx context.Context, id string) (*BackupState, error) {
+	return c.state(ctx, http.MethodGet, "/api/v1/backups/"+url.PathEscape(id))
+}
+
+// state calls path for a job's state; ErrBackupNotFound when the agent does not know the job.
+func (c *Client) state(ctx context.Context, method, path string) (*BackupState, error) {
 	var st BackupState
-	code, err := c.do(ctx, http.MethodGet, "/api/v1/backups/"+url.PathEscape(id), nil, &st)
+	code, err := c.do(ctx, method, path, nil, &st)
 	if code == http.StatusNotFound {
 		return nil, ErrBackupNotFound
 	}
@@ -93,29 +98,13 @@ func (c *Client) StartRestore(ctx context.Context, req BackupRequest) (*BackupSt
 // physical restore Staged, Committed or Applied. ErrBackupNotFound when the agent knows
 // nothing of it.
 func (c *Client) Restore(ctx context.Context, id string) (*BackupState, error) {
-	var st BackupState
-	code, err := c.do(ctx, http.MethodGet, "/api/v1/restores/"+url.PathEscape(id), nil, &st)
-	if code == http.StatusNotFound {
-		return nil, ErrBackupNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return c.state(ctx, http.MethodGet, "/api/v1/restores/"+url.PathEscape(id))
 }
 
 // CommitRestore commits a staged physical restore: it is put in place at the pod's next start.
 // ErrBackupNotFound when nothing of that ID is staged.
 func (c *Client) CommitRestore(ctx context.Context, id string) (*BackupState, error) {
-	var st BackupState
-	code, err := c.do(ctx, http.MethodPost, "/api/v1/restores/"+url.PathEscape(id)+"/commit", nil, &st)
-	if code == http.StatusNotFound {
-		return nil, ErrBackupNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return c.state(ctx, http.MethodPost, "/api/v1/restores/"+url.PathEscape(id)+"/commit")
 }
 
 // DiscardRestore stops staging restore id and removes what it unpacked.

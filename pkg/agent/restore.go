@@ -129,7 +129,12 @@ func (b *backups) stage(req BackupRequest, store *storage.Store) func(context.Co
 		if err != nil {
 			return err
 		}
-		if rec != nil && rec.Committed && rec.ID != req.ID {
+		switch {
+		case rec != nil && rec.ID == req.ID:
+			// Staged already (asked again after the agent restarted): keep it, committed or not.
+			st.GTID = rec.GTID
+			return nil
+		case rec != nil && rec.Committed:
 			return fmt.Errorf("restore %s is committed and waits for the pod to restart", rec.ID)
 		}
 		if req.SHA256 != "" {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
@@ -43,6 +42,12 @@ func runMember(t *testing.T, pod string, creds map[string]string) *running {
 func (r *running) serve(t *testing.T) {
 	t.Helper()
 	r.stop = r.start(t)
+	r.newAgent(t)
+}
+
+// newAgent starts a fresh agent for the running server (as a restarted agent container).
+func (r *running) newAgent(t *testing.T) {
+	t.Helper()
 	db, err := mysql.Open(mysql.ConnConfig{Addr: r.sock, Socket: true, User: mysql.OperatorUser, Password: r.creds[agent.FileOperatorPassword]})
 	if err != nil {
 		t.Fatal(err)
@@ -72,20 +77,7 @@ func (r *running) restart(t *testing.T) {
 
 func waitRestore(t *testing.T, c *agent.Client, id string) *agent.BackupState {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		st, err := c.Restore(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Phase != agent.BackupRunning {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("restore %s still running", id)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return waitJob(t, id, c.Restore)
 }
 
 func checksumOf(t *testing.T, db *sql.DB) int64 {
@@ -209,6 +201,14 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	}
 	if st, err := target.client.Restore(ctx, "rs-2"); err != nil || st.Phase != agent.RestoreCommitted {
 		t.Fatalf("committed restore: %+v %v", st, err)
+	}
+	// A restarted agent asked to stage the same restore again keeps the committed staging.
+	target.newAgent(t)
+	if _, err := target.client.StartRestore(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitRestore(t, target.client, "rs-2"); st.Phase != agent.RestoreCommitted || st.GTID != bk.GTID {
+		t.Fatalf("the same restore staged again after an agent restart: %+v", st)
 	}
 	target.restart(t)
 	if st, err := target.client.Restore(ctx, "rs-2"); err != nil || st.Phase != agent.RestoreApplied || st.GTID != bk.GTID {

@@ -55,6 +55,10 @@ const (
 	// writes. It is honoured only while that restore exists and runs: the cluster controller
 	// removes it otherwise.
 	AnnotationRestore = "mysqlop.io/restore"
+	// AnnotationDataRestored on a MySQLCluster names the physical MySQLRestore (name/uid) that
+	// last replaced every member's data, accounts included: controllers that remember what
+	// they set in the database (MySQLUser passwords) set it again when it changes.
+	AnnotationDataRestored = "mysqlop.io/data-restored"
 )
 
 // Container, volume and port names and numbers shared by the builders.

@@ -42,8 +42,10 @@ const (
 // and the Services follow; a deleted replica pod comes back with its data; a partitioned
 // replica leaves the replicas Service and catches up when healed; scale 3 -> 5 -> 3
 // by spec.members and kubectl scale; a version upgrade rolls replicas first and the primary
-// last; the operator pod killed during a failover converges; deleting the cluster keeps the
-// claims. Each step needs the ones before it.
+// last; the operator pod killed during a failover converges; backups to S3 from a replica, a
+// logical and a physical restore (every member restarted onto the backup's datadir) and a new
+// cluster bootstrapped from the physical backup; deleting the cluster keeps the claims. Each
+// step needs the ones before it.
 func TestUserJourneys(t *testing.T) {
 	ctx := context.Background()
 	if _, err := lc.Kubectl(ctx, "create", "namespace", ns); err != nil {
@@ -265,7 +267,7 @@ func TestUserJourneys(t *testing.T) {
 		}
 	})
 
-	t.Run("backups from real pods to S3 and a restore", func(t *testing.T) {
+	t.Run("backups from real pods to S3, logical and physical restores, a cluster from a backup", func(t *testing.T) {
 		gw, _, err := localkubelet.Gateway(lc.Opts.CIDR)
 		if err != nil {
 			t.Fatal(err)
@@ -302,25 +304,84 @@ func TestUserJourneys(t *testing.T) {
 		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (3, 'after the backup')"); err != nil {
 			t.Fatal(err)
 		}
-		r := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: ns},
-			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: name}, BackupRef: v1alpha1.LocalReference{Name: "logical"}}}
-		if _, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+		restore := func(restoreName, backupName string) *v1alpha1.MySQLRestore {
+			t.Helper()
+			r := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: restoreName, Namespace: ns},
+				Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: name}, BackupRef: v1alpha1.LocalReference{Name: backupName}}}
+			if _, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return waitRestore(t, restoreName, 5*time.Minute)
+		}
+		// exactly waits until every listed member holds n rows.
+		exactly := func(n int, ms ...string) {
+			t.Helper()
+			for _, m := range ms {
+				eventually(t, time.Minute, fmt.Sprintf("%d rows on %s after the restore", n, m), func(ctx context.Context) (bool, error) {
+					var got int
+					db, err := memberDB(m)
+					if err != nil {
+						return false, nil
+					}
+					err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&got)
+					return err == nil && got == n, nil
+				})
+			}
+		}
+		// Logical: loaded through the primary, replicated; the table is back as it was at the
+		// backup, on every member.
+		if r := restore("back", "logical"); r.Status.Phase != v1alpha1.JobComplete {
+			t.Fatalf("logical restore: %+v", r.Status)
+		}
+		exactly(n, members(3)...)
+
+		// Physical: every member restarts onto the backup's datadir, the primary first.
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (4, 'after the logical restore')"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 3*time.Minute, "restore finished", func(ctx context.Context) (bool, error) {
-			r, err = mysql.MysqlopV1alpha1().MySQLRestores(ns).Get(ctx, "back", metav1.GetOptions{})
-			return err == nil && (r.Status.Phase == v1alpha1.JobComplete || r.Status.Phase == v1alpha1.JobFailed), nil
-		})
-		if r.Status.Phase != v1alpha1.JobComplete {
-			t.Fatalf("restore: %+v", r.Status)
-		}
-		// The table is back as it was at the backup, on every member.
+		uids := map[string]types.UID{}
 		for _, m := range members(3) {
-			eventually(t, time.Minute, fmt.Sprintf("%d rows on %s after the restore", n, m), func(ctx context.Context) (bool, error) {
-				var got int
-				err := appDB(t, m).QueryRowContext(ctx, "SELECT COUNT(*) FROM app.t").Scan(&got)
-				return err == nil && got == n, nil
-			})
+			uids[m] = pod(t, m).UID
+		}
+		started := time.Now()
+		r := restore("back-physical", "physical")
+		if r.Status.Phase != v1alpha1.JobComplete || len(r.Status.Restarted) != 3 || r.Status.Restarted[0] != primary {
+			t.Fatalf("physical restore: %+v", r.Status)
+		}
+		t.Logf("physical restore of 3 members: %v from the MySQLRestore to Complete", time.Since(started).Round(time.Millisecond))
+		waitHealthy(t, 3, 3*time.Minute)
+		for _, m := range members(3) {
+			if pod(t, m).UID == uids[m] {
+				t.Errorf("%s did not restart onto the restored data", m)
+			}
+		}
+		exactly(n, members(3)...)
+		if statusPrimary() != primary {
+			t.Errorf("the primary moved during the restore: %s -> %s", primary, statusPrimary())
+		}
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (5, 'after the physical restore')"); err != nil {
+			t.Fatalf("write after the physical restore: %v", err)
+		}
+		exactly(n+1, members(3)...)
+
+		// A new cluster bootstrapped from the physical backup: the backup's data and accounts,
+		// its own credentials.
+		copyCluster := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: ns}, Spec: v1alpha1.MySQLClusterSpec{
+			Flavor: v1alpha1.FlavorMariaDB, Version: cluster(t).Spec.Version, Members: 2,
+			Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: v1alpha1.LocalReference{Name: "physical"}}}}
+		if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, copyCluster, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if r := waitRestore(t, "copy-bootstrap", 6*time.Minute); r.Status.Phase != v1alpha1.JobComplete {
+			t.Fatalf("bootstrap restore: %+v", r.Status)
+		}
+		eventually(t, 3*time.Minute, "cluster copy Healthy", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, "copy", metav1.GetOptions{})
+			return err == nil && c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == 2, nil
+		})
+		exactly(n, "copy-0", "copy-1")
+		if err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Delete(ctx, "copy", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -339,6 +400,18 @@ func TestUserJourneys(t *testing.T) {
 			t.Fatalf("claims after delete: %d (%v); the documented policy keeps them", len(claims.Items), err)
 		}
 	})
+}
+
+// waitRestore waits until restore name finished and returns it.
+func waitRestore(t *testing.T, restoreName string, timeout time.Duration) *v1alpha1.MySQLRestore {
+	t.Helper()
+	var r *v1alpha1.MySQLRestore
+	eventually(t, timeout, "restore "+restoreName+" finished", func(ctx context.Context) (bool, error) {
+		var err error
+		r, err = mysql.MysqlopV1alpha1().MySQLRestores(ns).Get(ctx, restoreName, metav1.GetOptions{})
+		return err == nil && (r.Status.Phase == v1alpha1.JobComplete || r.Status.Phase == v1alpha1.JobFailed), nil
+	})
+	return r
 }
 
 func condTrue(conds []metav1.Condition, t string) bool {

@@ -50,8 +50,10 @@ func startProvisioner(ctx context.Context, kube kubernetes.Interface, root strin
 				StorageClassName:              StorageClass,
 				PersistentVolumeReclaimPolicy: retain,
 				ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+				// One directory per claim object, not per claim name: a claim deleted and made
+				// again (re-seeding a member) must get an empty volume, as a real provisioner's.
 				PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
-					Path: filepath.Join(root, pvc.Namespace, pvc.Name),
+					Path: filepath.Join(root, pvc.Namespace, pvc.Name+"-"+string(pvc.UID)),
 				}},
 			},
 		}

@@ -67,7 +67,8 @@ func podUIDs(t *testing.T, ns string, n int) []types.UID {
 // replaced). A corrupted object fails the restore before anything is replaced and writes
 // resume; the real restore stops writes, stages the backup on every member, restarts the
 // primary first and the replicas after it, and brings every member to the backup's table
-// checksum and GTID position, with replication running and writes resumed.
+// checksum and GTID position, with replication running and writes resumed; a MySQLUser whose
+// password changed after the backup gets its current password again.
 func TestPhysicalRestore(t *testing.T) {
 	gw := s3.Start(t)
 	servers := mariadb.Start(t, 3, mariadb.Options{})
@@ -84,6 +85,22 @@ func TestPhysicalRestore(t *testing.T) {
 		}
 	}
 	waitHealthy(t, ns, "db", 3, 60*time.Second)
+	// A declared account whose password is rotated after the backup: the restore brings back
+	// the old one, and the operator sets the Secret's again.
+	putSecret(t, ns, "reporter-password", "first-Pa55")
+	if _, err := mysql.MysqlopV1alpha1().MySQLUsers(ns).Create(ctx, newUser(ns, "reporter", "reporter-password",
+		v1alpha1.Grant{Privileges: []string{"SELECT"}, Database: "app"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUserReady(t, ns, "reporter", "True")
+	logsIn := func(s *mariadb.Server, password string) bool {
+		db, err := mysqlsql.Open(mysqlsql.ConnConfig{Addr: s.Addr(), User: "reporter", Password: password, Timeout: time.Second})
+		if err != nil {
+			return false
+		}
+		defer db.Close()
+		return db.PingContext(ctx) == nil
+	}
 	s3Secret(t, ns, "s3-credentials", s3.SecretKey)
 	if _, err := mysql.MysqlopV1alpha1().MySQLBackups(ns).Create(ctx, func() *v1alpha1.MySQLBackup {
 		b := newBackup(ns, "full", gw, "s3-credentials")
@@ -97,6 +114,10 @@ func TestPhysicalRestore(t *testing.T) {
 		t.Fatalf("physical backup %+v", bk.Status)
 	}
 	atBackup := checksum(t, servers[0], "app.t")
+	putSecret(t, ns, "reporter-password", "second-Pa55")
+	eventually(t, 30*time.Second, "reporter's password rotated", func(context.Context) (bool, error) {
+		return logsIn(servers[0], "second-Pa55"), nil
+	})
 	if _, err := app.Exec("INSERT INTO app.t VALUES (1000, 'after the backup')"); err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +250,14 @@ func TestPhysicalRestore(t *testing.T) {
 		eventually(t, 20*time.Second, "replica "+strconv.Itoa(i+1)+" replicates the new write", func(context.Context) (bool, error) {
 			return checksum(t, s, "app.t") == after, nil
 		})
+	}
+	for i, s := range servers {
+		eventually(t, 30*time.Second, "server "+strconv.Itoa(i)+" takes the Secret's current password", func(context.Context) (bool, error) {
+			return logsIn(s, "second-Pa55") && !logsIn(s, "first-Pa55"), nil
+		})
+	}
+	if c := getCluster(t, ns, "db"); !strings.HasPrefix(c.Annotations[resources.AnnotationDataRestored], "back/") {
+		t.Errorf("cluster annotations after the restore: %v", c.Annotations)
 	}
 	ev := events(t, ns, "db")
 	for _, want := range []string{reasons.WritesStopped, reasons.WritesResumed, reasons.MemberRestarted} {

@@ -184,17 +184,23 @@ func Restore(ctx context.Context, req Request, r io.Reader) (Result, error) {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
+	name := "mysql"
+	if req.Flavor == mysql.MariaDB {
+		name = "mariadb"
+	}
+	return decompressInto(ctx, r, name, "--defaults-extra-file="+optFile, "--binary-mode", "--batch")
+}
+
+// decompressInto runs a tool with the decompressed stream of r as its standard input; the
+// result's Size is the compressed bytes read.
+func decompressInto(ctx context.Context, r io.Reader, name string, args ...string) (Result, error) {
 	counter := &countingWriter{}
 	d, err := Decompress(io.TeeReader(r, counter))
 	if err != nil {
 		return Result{}, err
 	}
 	defer d.Close()
-	name := "mysql"
-	if req.Flavor == mysql.MariaDB {
-		name = "mariadb"
-	}
-	cmd := exec.CommandContext(ctx, name, "--defaults-extra-file="+optFile, "--binary-mode", "--batch")
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Stdin = d
 	var stderr tail
 	cmd.Stdout, cmd.Stderr = io.Discard, &stderr

@@ -17,26 +17,11 @@ import (
 // stream tool (mbstream / xbstream), decompressing on the way: nothing but the unpacked files
 // reaches the disk. Result.Size is the compressed bytes read.
 func Extract(ctx context.Context, f mysql.Flavor, r io.Reader, dir string) (Result, error) {
-	counter := &countingWriter{}
-	d, err := Decompress(io.TeeReader(r, counter))
-	if err != nil {
-		return Result{}, err
-	}
-	defer d.Close()
 	name := "xbstream"
 	if f == mysql.MariaDB {
 		name = "mbstream"
 	}
-	cmd := exec.CommandContext(ctx, name, "-x", "-C", dir)
-	cmd.Stdin = d
-	var stderr tail
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	err = cmd.Run()
-	res := Result{Size: counter.n, ToolMaxRSS: maxRSS(cmd)}
-	if err != nil {
-		return res, fmt.Errorf("%s -x failed: %w: %s", name, err, stderr.String())
-	}
-	return res, nil
+	return decompressInto(ctx, r, name, "-x", "-C", dir)
 }
 
 // Prepare applies the redo log of an extracted physical backup in dir, so that a server can

@@ -188,7 +188,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		c.release(clusterKey, key)
 		return err
 	}
-	req := agent.BackupRequest{ID: string(cached.UID), Method: string(method(cached)), Object: ObjectName(cached), Storage: store,
+	req := agent.BackupRequest{ID: string(cached.UID), Method: string(Method(cached)), Object: ObjectName(cached), Storage: store,
 		TimeoutSeconds: int64(timeout(cached).Seconds())}
 	st, err := client.StartBackup(ctx, req)
 	if err != nil {
@@ -196,7 +196,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		_ = c.pending(ctx, cached, fmt.Sprintf("member %s did not take the backup: %v", member, err))
 		return fmt.Errorf("start backup %s on %s: %w", key, member, err)
 	}
-	c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupStarted, "Member %s takes a %s backup to %s", member, method(cached), st.Location)
+	c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupStarted, "Member %s takes a %s backup to %s", member, Method(cached), st.Location)
 	klog.FromContext(ctx).Info("Backup started", "backup", klog.KObj(cached), "member", member, "location", st.Location)
 	status := cached.Status.DeepCopy()
 	status.Phase, status.Member, status.Location = v1alpha1.JobRunning, member, st.Location
@@ -379,7 +379,8 @@ func AgentClient(secrets corelisters.SecretLister, resolve resources.Resolver, c
 	return &agent.Client{BaseURL: "http://" + host + ":" + strconv.Itoa(port), Token: string(sec.Data[resources.SecretKeyAgentToken])}, nil
 }
 
-func method(b *v1alpha1.MySQLBackup) v1alpha1.BackupMethod {
+// Method is b's method, logical when the spec leaves it out.
+func Method(b *v1alpha1.MySQLBackup) v1alpha1.BackupMethod {
 	if b.Spec.Method == "" {
 		return v1alpha1.BackupLogical
 	}
@@ -397,7 +398,7 @@ func timeout(b *v1alpha1.MySQLBackup) time.Duration {
 // UID, so that two backups never share an object.
 func ObjectName(b *v1alpha1.MySQLBackup) string {
 	ext := ".sql.zst"
-	if method(b) == v1alpha1.BackupPhysical {
+	if Method(b) == v1alpha1.BackupPhysical {
 		ext = ".xbstream.zst"
 	}
 	return fmt.Sprintf("%s/%s/%s-%s%s", b.Namespace, b.Spec.ClusterRef.Name, b.Name, b.UID, ext)

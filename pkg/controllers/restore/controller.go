@@ -20,8 +20,10 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -242,7 +244,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		return c.pending(ctx, cached, err.Error())
 	}
 	status := cached.Status.DeepCopy()
-	status.Phase, status.Step, status.Method = v1alpha1.JobRunning, v1alpha1.RestoreFencing, method(bk)
+	status.Phase, status.Step, status.Method = v1alpha1.JobRunning, v1alpha1.RestoreFencing, backup.Method(bk)
 	status.GTIDPosition = bk.Status.GTIDPosition
 	now := metav1.NewTime(c.now())
 	status.StartTime = &now
@@ -272,11 +274,7 @@ func (c *Controller) run(ctx context.Context, key cache.ObjectName, cached *v1al
 		return err
 	}
 	if start := cached.Status.StartTime; start != nil && c.now().Sub(start.Time) > timeout(cached) {
-		msg := fmt.Sprintf("not finished within the timeout of %v (step %s)", timeout(cached), cached.Status.Step)
-		if cached.Status.Step == v1alpha1.RestoreFencing || cached.Status.Step == v1alpha1.RestoreStaging {
-			return c.abort(ctx, cached, cl, msg)
-		}
-		return c.finish(ctx, cached, cl, false, msg)
+		return c.abort(ctx, cached, cl, fmt.Sprintf("not finished within the timeout of %v (step %s)", timeout(cached), cached.Status.Step))
 	}
 	if holder := cl.Annotations[restoreAnnotation]; holder != cached.Name {
 		if holder != "" || cached.Status.Step != v1alpha1.RestoreFencing {
@@ -298,7 +296,7 @@ func (c *Controller) run(ctx context.Context, key cache.ObjectName, cached *v1al
 	case v1alpha1.RestoreRejoining:
 		return c.rejoining(ctx, key, cached, cl)
 	}
-	return c.finish(ctx, cached, cl, false, fmt.Sprintf("unknown step %q", cached.Status.Step))
+	return c.abort(ctx, cached, cl, fmt.Sprintf("unknown step %q", cached.Status.Step))
 }
 
 // setFence stops the cluster's writes on behalf of restore name.
@@ -310,17 +308,34 @@ func (c *Controller) setFence(ctx context.Context, cl *v1alpha1.MySQLCluster, na
 	return nil
 }
 
-// liftFence resumes the cluster's writes if restore name stopped them.
-func (c *Controller) liftFence(ctx context.Context, cl *v1alpha1.MySQLCluster, name string) error {
-	if cl == nil || cl.Annotations[restoreAnnotation] != name {
+// endFence resumes the cluster's writes if restore r stopped them and, after a physical
+// restore that completed, records on the cluster that its data was replaced.
+func (c *Controller) endFence(ctx context.Context, cl *v1alpha1.MySQLCluster, r *v1alpha1.MySQLRestore, completed bool) error {
+	if cl == nil {
 		return nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, restoreAnnotation)
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cl.Namespace).Patch(ctx, cl.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+	annotations := map[string]any{}
+	lift := cl.Annotations[restoreAnnotation] == r.Name
+	if lift {
+		annotations[restoreAnnotation] = nil
+	}
+	if completed && r.Status.Method == v1alpha1.BackupPhysical {
+		annotations[resources.AnnotationDataRestored] = r.Name + "/" + string(r.UID)
+	}
+	if len(annotations) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cl.Namespace).Patch(ctx, cl.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		// The Cluster controller lifts the fence of a finished restore itself.
 		return fmt.Errorf("resume writes on cluster %s: %w", cl.Name, err)
 	}
-	c.recorder.Eventf(cl, corev1.EventTypeNormal, events.WritesResumed, "MySQLRestore %s ended: writes resume", name)
+	if lift {
+		c.recorder.Eventf(cl, corev1.EventTypeNormal, events.WritesResumed, "MySQLRestore %s ended: writes resume", r.Name)
+	}
 	return nil
 }
 
@@ -466,7 +481,7 @@ func (c *Controller) restarting(ctx context.Context, key cache.ObjectName, cache
 	r := decideRestarts(cached.Status.Members, cl.Status.Primary, c.ask(ctx, cl, cached), cached.Status.Restarted)
 	switch {
 	case r.Failed != "":
-		return c.finish(ctx, cached, cl, false, r.Failed)
+		return c.abort(ctx, cached, cl, r.Failed)
 	case r.Done:
 		status := cached.Status.DeepCopy()
 		status.Step = v1alpha1.RestoreRejoining
@@ -525,18 +540,29 @@ func (c *Controller) rejoining(ctx context.Context, key cache.ObjectName, cached
 	return c.finish(ctx, cached, cl, true, fmt.Sprintf("Every member runs on the data of MySQLBackup %s, at GTID %s", cached.Spec.BackupRef.Name, cached.Status.GTIDPosition))
 }
 
-// abort fails a restore that replaced nothing yet: staging is discarded on every member
-// (whatever a member cannot be reached for is thrown away by its init or the next restore).
+// abort fails a restore. For a physical one, every member not yet restarted discards what it
+// staged (committed or not), so that no later restart of its pod puts the restored data in
+// place; whatever a member cannot be reached for is thrown away by its init or the next
+// restore if it was never committed. The message says which members run on restored data.
 func (c *Controller) abort(ctx context.Context, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, why string) error {
 	if cached.Status.Method == v1alpha1.BackupPhysical && cl != nil {
 		for _, m := range cached.Status.Members {
-			if client, err := c.agentOf(cl, m); err == nil {
-				if err := client.DiscardRestore(ctx, string(cached.UID)); err != nil {
-					klog.FromContext(ctx).Info("Could not discard the staged restore", "restore", klog.KObj(cached), "member", m, "err", err)
-				}
+			if slices.Contains(cached.Status.Restarted, m) {
+				continue
+			}
+			client, err := c.agentOf(cl, m)
+			if err == nil {
+				err = client.DiscardRestore(ctx, string(cached.UID))
+			}
+			if err != nil {
+				klog.FromContext(ctx).Info("Could not discard the staged restore", "restore", klog.KObj(cached), "member", m, "err", err)
 			}
 		}
-		why += "; every member keeps its data"
+		if len(cached.Status.Restarted) == 0 {
+			why += "; every member keeps its data"
+		} else {
+			why += "; " + names(cached.Status.Restarted) + " restarted onto the restored data, the others keep theirs"
+		}
 	}
 	return c.finish(ctx, cached, cl, false, why)
 }
@@ -560,7 +586,7 @@ func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, 
 	if err := c.writeStatus(ctx, cached, status); err != nil {
 		return err
 	}
-	return c.liftFence(ctx, cl, cached.Name)
+	return c.endFence(ctx, cl, cached, ok)
 }
 
 // progress writes a running restore's status (next, or the cached one) with msg.
@@ -579,13 +605,6 @@ func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLRestore,
 		c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreWaiting, msg)
 	}
 	return c.writeStatus(ctx, cached, status)
-}
-
-func method(b *v1alpha1.MySQLBackup) v1alpha1.BackupMethod {
-	if b.Spec.Method == "" {
-		return v1alpha1.BackupLogical
-	}
-	return b.Spec.Method
 }
 
 func timeout(r *v1alpha1.MySQLRestore) time.Duration {

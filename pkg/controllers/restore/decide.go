@@ -7,6 +7,7 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
 )
 
 // The functions in this file decide; they do no I/O and never modify their arguments.
@@ -26,7 +27,7 @@ func readyToStart(b *v1alpha1.MySQLBackup, cl *v1alpha1.MySQLCluster, self strin
 	if other := cl.Annotations[restoreAnnotation]; other != "" && other != self {
 		return fmt.Sprintf("waiting for MySQLRestore %s of the cluster to finish: one restore runs at a time", other), false
 	}
-	if method(b) == v1alpha1.BackupPhysical {
+	if backup.Method(b) == v1alpha1.BackupPhysical {
 		ready := 0
 		for _, in := range cl.Status.Instances {
 			if in.Ready {

@@ -18,6 +18,7 @@ import (
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 // Worker is sample-controller's worker loop over a rate-limited queue of object keys: Forget
@@ -91,7 +92,8 @@ func Enqueue(q workqueue.TypedRateLimitingInterface[cache.ObjectName], obj any) 
 }
 
 // ClusterHandler calls f with a MySQLCluster's namespace/name when it appears, goes, starts
-// being deleted or changes primary: the moments objects waiting on it can go on.
+// being deleted, changes primary, has its writes stopped or resumed by a restore, or has its
+// data replaced by one: the moments objects waiting on it can go on or must be set again.
 func ClusterHandler(f func(key string)) cache.ResourceEventHandler {
 	call := func(obj any) {
 		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -102,7 +104,9 @@ func ClusterHandler(f func(key string)) cache.ResourceEventHandler {
 		AddFunc: call,
 		UpdateFunc: func(old, obj any) {
 			o, n := old.(*v1alpha1.MySQLCluster), obj.(*v1alpha1.MySQLCluster)
-			if o.Status.Primary != n.Status.Primary || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+			if o.Status.Primary != n.Status.Primary || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
+				o.Annotations[resources.AnnotationRestore] != n.Annotations[resources.AnnotationRestore] ||
+				o.Annotations[resources.AnnotationDataRestored] != n.Annotations[resources.AnnotationDataRestored] {
 				call(obj)
 			}
 		},

@@ -202,8 +202,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
 		return err
 	}
-	// A new Secret, key or Secret version: set the password again.
+	// A new Secret, key or Secret version, or a physical restore that brought back the
+	// account as it was in the backup: set the password again.
 	version := fmt.Sprintf("%s/%s@%s", ref.Name, ref.Key, sec.ResourceVersion)
+	if cl, err := c.connector.Clusters.MySQLClusters(u.Namespace).Get(u.Spec.ClusterRef.Name); err == nil {
+		if restored := cl.Annotations[resources.AnnotationDataRestored]; restored != "" {
+			version += " restored:" + restored
+		}
+	}
 	rotate := cached.Status.PasswordSecretVersion != version
 	ch, err := plan(in.Flavor, &u.Spec, string(password), state, rotate)
 	if err != nil {

@@ -1,11 +1,17 @@
 // Command backup measures backups and restores of about 1 GB on a real MariaDB server to a real
-// S3 server (versitygw from _output/bin): the executor and storage packages the agent uses,
-// in this process. It fills one InnoDB table to the requested size with rows of random hex (so
-// that compression has work but not everything compresses away), then runs a logical and a
-// physical backup and a logical restore into a second server, and prints a table: data size,
-// stored (compressed) size, time, throughput over the data size, and peak memory: the
-// process's RSS high-water mark (Go side: compression and upload buffers) and the backup
-// tool's own maximum RSS.
+// S3 server (versitygw from _output/bin), with the agent's own code in this process. It fills
+// one InnoDB table to the requested size with rows of random hex (so that compression has
+// work but not everything compresses away), then runs a logical and a physical backup (the
+// executor and storage packages), and restores each into a second server through the agent's
+// API: the logical one verified and loaded through the client, the physical one verified,
+// unpacked and prepared beside the datadir, committed, and put in place by init's step
+// between a stop and a start of the server. Each is compared with the raw tool on the same
+// data and a local file: the backup tool writing uncompressed to a file; the client reading
+// the uncompressed dump from a file; mbstream extracting the uncompressed stream from a file
+// plus mariadb-backup --prepare. It prints a table: data size, stored (compressed) size,
+// time, throughput over the data size, the raw tool's time and the ratio, and peak memory:
+// the process's RSS high-water mark (the agent's side: compression, transfer and HTTP) and
+// the tools' own maximum RSS.
 //
 // Usage: go run ./test/bench/backup -size-mb 1024   (or make bench-backup)
 package main
@@ -15,12 +21,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -71,78 +81,224 @@ func run(t *benchutil.T, size int64) error {
 		return err
 	}
 	var rows []row
+	rawFiles := map[string]string{}
+	stored := map[string]executor.Result{}
 	for _, method := range []string{executor.Logical, executor.Physical} {
 		req := executor.Request{Flavor: mysql.MariaDB, Method: method, Socket: servers[0].Socket, DataDir: filepath.Join(servers[0].Dir, "data"),
 			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()}
-		raw, err := rawTool(ctx, t, req)
+		raw, file, err := rawTool(ctx, t, req)
 		if err != nil {
 			return err
 		}
+		rawFiles[method] = file
 		resetPeak()
 		start := time.Now()
 		res, err := executor.Run(ctx, req, func(r io.Reader) error { _, err := store.Put(ctx, method, r); return err })
 		if err != nil {
 			return err
 		}
+		stored[method] = res
 		rows = append(rows, row{what: method + " backup", data: data, stored: res.Size, took: time.Since(start), raw: raw,
 			rssMiB: peakRSSMiB(), toolRSSMB: float64(res.ToolMaxRSS) / (1 << 20)})
 	}
-	r, err := store.Get(ctx, executor.Logical)
+
+	want, err := rowCount(servers[0])
 	if err != nil {
+		return err
+	}
+	restored := func(what string) error {
+		n, err := rowCount(servers[1])
+		if err == nil && n != want {
+			err = fmt.Errorf("%s holds %d rows, the source %d", what, n, want)
+		}
+		return err
+	}
+
+	// The restores run through the agent of the second server, as in a pod.
+	dst := servers[1]
+	srv := agent.NewServer(dst.Admin(), "bench-token")
+	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: mysql.MariaDB, Socket: dst.Socket, DataDir: filepath.Join(dst.Dir, "data"),
+		User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()})
+	api := httptest.NewServer(srv.Handler())
+	defer api.Close()
+	client := &agent.Client{BaseURL: api.URL, Token: "bench-token"}
+	cfg := gw.Config("bench")
+	restoreReq := func(method string) agent.BackupRequest {
+		return agent.BackupRequest{ID: method + "-restore", Method: method, Object: method, SHA256: stored[method].SHA256, Storage: agent.StorageConfig{
+			Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
+			AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}}
+	}
+
+	// Logical: the client reading the dump from a file, then the agent, each into an empty schema.
+	fmt.Fprintln(os.Stderr, "logical restores ...")
+	raw, rawRSS, err := runFrom(rawFiles[executor.Logical], "mariadb", "--no-defaults", "--socket="+dst.Socket, "--user=root", "--binary-mode", "--batch")
+	if err != nil {
+		return err
+	}
+	if err := restored("the raw logical restore"); err != nil {
+		return err
+	}
+	if err := dst.Admin().ExecSQL(ctx, "DROP DATABASE bench"); err != nil {
 		return err
 	}
 	resetPeak()
 	start = time.Now()
-	res, err := executor.Restore(ctx, executor.Request{Flavor: mysql.MariaDB, Method: executor.Logical, Socket: servers[1].Socket,
-		User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()}, r)
-	r.Close()
+	st, err := runRestore(ctx, client, restoreReq(executor.Logical), agent.BackupComplete)
 	if err != nil {
 		return err
 	}
-	rows = append(rows, row{what: "logical restore", data: data, stored: res.Size, took: time.Since(start), rssMiB: peakRSSMiB(), toolRSSMB: float64(res.ToolMaxRSS) / (1 << 20)})
-	var got int64
-	dst, err := mysql.Open(mysql.ConnConfig{Addr: servers[1].Addr(), User: mariadb.AdminUser, Password: mariadb.AdminPassword, Timeout: time.Hour})
-	if err != nil {
+	rows = append(rows, row{what: "logical restore", data: data, stored: st.Size, took: time.Since(start), raw: raw, rssMiB: peakRSSMiB(), toolRSSMB: rawRSS})
+	if err := restored("the logical restore"); err != nil {
 		return err
-	}
-	defer dst.Close()
-	if err := dst.QueryRow("SELECT COUNT(*) FROM bench.t").Scan(&got); err != nil {
-		return fmt.Errorf("count restored rows: %w", err)
 	}
 
-	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool to a local file | time / raw | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rows {
-		raw, ratio := "-", "-"
-		if r.raw > 0 {
-			raw, ratio = r.raw.Round(100*time.Millisecond).String(), fmt.Sprintf("%.2f", r.took.Seconds()/r.raw.Seconds())
-		}
-		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %s | %s | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
-			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), raw, ratio, r.rssMiB, r.toolRSSMB)
+	// Physical: mbstream and prepare from a file, then the agent's stage, commit and init's step.
+	fmt.Fprintln(os.Stderr, "physical restores ...")
+	dir := t.TempDir()
+	extract, extractRSS, err := runFrom(rawFiles[executor.Physical], "mbstream", "-x", "-C", dir)
+	if err != nil {
+		return err
 	}
-	fmt.Printf("\nrestored rows: %d\n", got)
+	prepStart := time.Now()
+	prep, err := executor.Prepare(ctx, mysql.MariaDB, dir, 0)
+	if err != nil {
+		return err
+	}
+	raw = extract + time.Since(prepStart)
+	resetPeak()
+	start = time.Now()
+	req := restoreReq(executor.Physical)
+	st, err = runRestore(ctx, client, req, agent.RestoreStaged)
+	if err != nil {
+		return err
+	}
+	staged := time.Since(start)
+	if _, err := client.CommitRestore(ctx, req.ID); err != nil {
+		return err
+	}
+	if err := restartOnRestore(ctx, t, dst); err != nil {
+		return err
+	}
+	took := time.Since(start)
+	rows = append(rows, row{what: "physical restore", data: data, stored: st.Size, took: took, raw: raw, rssMiB: peakRSSMiB(),
+		toolRSSMB: max(extractRSS, float64(prep.ToolMaxRSS)/(1<<20))})
+	if err := restored("the physical restore"); err != nil {
+		return err
+	}
+
+	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool with a local file | time / raw | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %v | %.2f | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
+			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), r.raw.Round(100*time.Millisecond),
+			r.took.Seconds()/r.raw.Seconds(), r.rssMiB, r.toolRSSMB)
+	}
+	fmt.Printf("\nrows restored: %d, twice\n", want)
+	fmt.Printf("physical restore: staged (verify, download, unpack, prepare) in %v, put in place by init (server stop, reset, swap, start) in %v\n",
+		staged.Round(100*time.Millisecond), (took - staged).Round(100*time.Millisecond))
 	return nil
 }
 
-// rawTool runs the executor's backup command alone, its output to a local file without
-// compression, and returns how long it took: the baseline of the table's ratio.
-func rawTool(ctx context.Context, t *benchutil.T, req executor.Request) (time.Duration, error) {
-	cmd, cleanup, err := executor.BackupCommand(ctx, req)
+// runRestore starts a restore through the agent and waits until it reaches done.
+func runRestore(ctx context.Context, c *agent.Client, req agent.BackupRequest, done string) (*agent.BackupState, error) {
+	if _, err := c.StartRestore(ctx, req); err != nil {
+		return nil, err
+	}
+	for {
+		st, err := c.Restore(ctx, req.ID)
+		switch {
+		case err != nil:
+			return nil, err
+		case st.Phase == agent.BackupFailed:
+			return nil, fmt.Errorf("restore %s: %s", req.ID, st.Error)
+		case st.Phase == done:
+			return st, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// restartOnRestore stops s, runs init's step that puts the committed restore in place, and
+// starts s again.
+func restartOnRestore(ctx context.Context, t *benchutil.T, s *mariadb.Server) error {
+	creds := t.TempDir()
+	for name, v := range map[string]string{agent.FileRootPassword: "bench-root", agent.FileReplicationPassword: mariadb.ReplPassword,
+		agent.FileOperatorPassword: mariadb.AdminPassword} {
+		if err := os.WriteFile(filepath.Join(creds, name), []byte(v), 0o600); err != nil {
+			return err
+		}
+	}
+	o := agent.InitOptions{Flavor: mysql.MariaDB, DataDir: filepath.Join(s.Dir, "data"), CredentialsDir: creds, Timeout: 10 * time.Minute}
+	if os.Geteuid() == 0 {
+		o.User = "root"
+	}
+	s.Stop()
+	if err := agent.ApplyStagedRestore(ctx, o, s.MyCnf); err != nil {
+		return err
+	}
+	s.Restart()
+	return nil
+}
+
+// rowCount counts the filled table's rows on s, with a fresh connection: the helper's pools
+// time out after 3 s.
+func rowCount(s *mariadb.Server) (int64, error) {
+	db, err := mysql.Open(mysql.ConnConfig{Addr: s.Addr(), User: mariadb.AdminUser, Password: mariadb.AdminPassword, Timeout: time.Hour})
 	if err != nil {
 		return 0, err
 	}
-	defer cleanup()
-	out, err := os.Create(filepath.Join(t.TempDir(), "raw"))
+	defer db.Close()
+	var n int64
+	if err := db.QueryRow("SELECT COUNT(*) FROM bench.t").Scan(&n); err != nil {
+		return 0, fmt.Errorf("count rows: %w", err)
+	}
+	return n, nil
+}
+
+// runFrom runs a tool with file as its standard input and returns how long it took and its
+// maximum RSS in MiB.
+func runFrom(file, name string, args ...string) (time.Duration, float64, error) {
+	in, err := os.Open(file)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	defer in.Close()
+	cmd := exec.Command(name, args...)
+	var stderr strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, io.Discard, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w: %s", name, err, stderr.String())
+	}
+	took := time.Since(start)
+	var rss float64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024
+	}
+	return took, rss, nil
+}
+
+// rawTool runs the executor's backup command alone, its output to a local file without
+// compression, and returns how long it took (the baseline of the table's ratio) and the file
+// (the restores' baseline reads it).
+func rawTool(ctx context.Context, t *benchutil.T, req executor.Request) (time.Duration, string, error) {
+	cmd, cleanup, err := executor.BackupCommand(ctx, req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer cleanup()
+	file := filepath.Join(t.TempDir(), "raw")
+	out, err := os.Create(file)
+	if err != nil {
+		return 0, "", err
 	}
 	defer out.Close()
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = out, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		return 0, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
+		return 0, "", fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
 	}
-	return time.Since(start), nil
+	return time.Since(start), file, nil
 }
 
 // randomHex is 896 characters of random hex per row: it compresses to about half, like text

@@ -112,7 +112,8 @@ type MySQLUserStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// PasswordSecretVersion names the Secret, key and Secret resourceVersion
-	// (name/key@version) the account's password was last set from; any change sets it again.
+	// (name/key@version) the account's password was last set from, and the physical restore
+	// that last replaced the cluster's data, if any; any change sets it again.
 	// +optional
 	PasswordSecretVersion string `json:"passwordSecretVersion,omitempty"`
 	// Conditions: Ready says whether the account matches the spec, and if not, why.

@@ -30,7 +30,8 @@ type MySQLUserStatusApplyConfiguration struct {
 	// ObservedGeneration is the spec generation this status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// PasswordSecretVersion names the Secret, key and Secret resourceVersion
-	// (name/key@version) the account's password was last set from; any change sets it again.
+	// (name/key@version) the account's password was last set from, and the physical restore
+	// that last replaced the cluster's data, if any; any change sets it again.
 	PasswordSecretVersion *string `json:"passwordSecretVersion,omitempty"`
 	// Conditions: Ready says whether the account matches the spec, and if not, why.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
