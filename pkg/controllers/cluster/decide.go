@@ -238,7 +238,8 @@ func decideFence(c *v1alpha1.MySQLCluster, r *v1alpha1.MySQLRestore) fence {
 	if name == "" {
 		return fence{}
 	}
-	if r == nil || r.DeletionTimestamp != nil || r.Spec.ClusterRef.Name != c.Name || r.Status.Phase != v1alpha1.JobRunning {
+	if r == nil || r.DeletionTimestamp != nil || r.Spec.ClusterRef.Name != c.Name || r.Status.Phase != v1alpha1.JobRunning ||
+		r.Status.Step == v1alpha1.RestoreResuming {
 		return fence{Stale: true}
 	}
 	return fence{

@@ -430,6 +430,7 @@ func TestDecideFence(t *testing.T) {
 		{"physical restore rejoining: every member re-filled", c, restore(v1alpha1.JobRunning, v1alpha1.BackupPhysical, v1alpha1.RestoreRejoining),
 			fence{Reason: "MySQLRestore undo", ClearErrant: true}},
 		{"restore gone", c, nil, fence{Stale: true}},
+		{"restore resuming writes", c, restore(v1alpha1.JobRunning, v1alpha1.BackupPhysical, v1alpha1.RestoreResuming), fence{Stale: true}},
 		{"restore finished", c, restore(v1alpha1.JobComplete, v1alpha1.BackupLogical, ""), fence{Stale: true}},
 		{"restore failed", c, restore(v1alpha1.JobFailed, v1alpha1.BackupPhysical, v1alpha1.RestoreStaging), fence{Stale: true}},
 		{"restore not started", c, restore(v1alpha1.JobPending, "", ""), fence{Stale: true}},

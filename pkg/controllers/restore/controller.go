@@ -24,10 +24,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubeinformers "k8s.io/client-go/informers"
@@ -276,6 +278,9 @@ func (c *Controller) run(ctx context.Context, key cache.ObjectName, cached *v1al
 	if start := cached.Status.StartTime; start != nil && c.now().Sub(start.Time) > timeout(cached) {
 		return c.abort(ctx, cached, cl, fmt.Sprintf("not finished within the timeout of %v (step %s)", timeout(cached), cached.Status.Step))
 	}
+	if cached.Status.Step == v1alpha1.RestoreResuming {
+		return c.resuming(ctx, key, cached, cl)
+	}
 	if holder := cl.Annotations[restoreAnnotation]; holder != cached.Name {
 		if holder != "" || cached.Status.Step != v1alpha1.RestoreFencing {
 			// The fence was lifted (by hand, or by another restore's end) or is another's:
@@ -319,8 +324,8 @@ func (c *Controller) endFence(ctx context.Context, cl *v1alpha1.MySQLCluster, r 
 	if lift {
 		annotations[restoreAnnotation] = nil
 	}
-	if completed && r.Status.Method == v1alpha1.BackupPhysical {
-		annotations[resources.AnnotationDataRestored] = r.Name + "/" + string(r.UID)
+	if restored := r.Name + "/" + string(r.UID); completed && r.Status.Method == v1alpha1.BackupPhysical && cl.Annotations[resources.AnnotationDataRestored] != restored {
+		annotations[resources.AnnotationDataRestored] = restored
 	}
 	if len(annotations) == 0 {
 		return nil
@@ -425,7 +430,7 @@ func (c *Controller) loading(ctx context.Context, key cache.ObjectName, cached *
 		c.worker.Queue.AddAfter(key, pollInterval)
 		return nil
 	}
-	return c.finish(ctx, cached, cl, true, fmt.Sprintf("Loaded %s (%d bytes) through the primary %s", st.Location, st.Size, m))
+	return c.resume(ctx, key, cached, cl, fmt.Sprintf("Loaded %s (%d bytes) through the primary %s", st.Location, st.Size, m))
 }
 
 // ask asks every member's agent about the restore.
@@ -537,7 +542,43 @@ func (c *Controller) rejoining(ctx context.Context, key cache.ObjectName, cached
 		c.worker.Queue.AddAfter(key, pollInterval)
 		return c.progress(ctx, cached, nil, msg)
 	}
-	return c.finish(ctx, cached, cl, true, fmt.Sprintf("Every member runs on the data of MySQLBackup %s, at GTID %s", cached.Spec.BackupRef.Name, cached.Status.GTIDPosition))
+	return c.resume(ctx, key, cached, cl, fmt.Sprintf("Every member runs on the data of MySQLBackup %s, at GTID %s", cached.Spec.BackupRef.Name, cached.Status.GTIDPosition))
+}
+
+// resume lifts the fence of a restore whose data is in place (msg says what was restored);
+// it completes once the primary takes writes again.
+func (c *Controller) resume(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, msg string) error {
+	status := cached.Status.DeepCopy()
+	status.Step = v1alpha1.RestoreResuming
+	setComplete(status, cached.Generation, metav1.ConditionUnknown, backup.ReasonRunning, msg+resumeSuffix)
+	// The step before the fence: the Cluster controller lifts the fence of a resuming
+	// restore itself, should the patch below fail.
+	updated, err := sqlobject.UpdateStatus(ctx, cached, status, restoreStatus, c.mysql.MysqlopV1alpha1().MySQLRestores(cached.Namespace).UpdateStatus)
+	if err != nil {
+		return err
+	}
+	c.worker.Queue.AddAfter(key, pollInterval)
+	return c.endFence(ctx, cl, updated, true)
+}
+
+const resumeSuffix = "; writes resume"
+
+// resuming completes a restore once the primary is writable again.
+func (c *Controller) resuming(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster) error {
+	if err := c.endFence(ctx, cl, cached, true); err != nil {
+		return err
+	}
+	if client, err := c.agentOf(cl, cl.Status.Primary); err == nil {
+		if st, err := client.Status(ctx); err == nil && !st.ReadOnly {
+			msg := "The backup is restored"
+			if cond := meta.FindStatusCondition(cached.Status.Conditions, v1alpha1.ConditionComplete); cond != nil {
+				msg = strings.TrimSuffix(cond.Message, resumeSuffix)
+			}
+			return c.finish(ctx, cached, cl, true, msg+"; writes resumed")
+		}
+	}
+	c.worker.Queue.AddAfter(key, pollInterval)
+	return nil
 }
 
 // abort fails a restore. For a physical one, every member not yet restarted discards what it

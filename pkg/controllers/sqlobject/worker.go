@@ -104,9 +104,10 @@ func ClusterHandler(f func(key string)) cache.ResourceEventHandler {
 		AddFunc: call,
 		UpdateFunc: func(old, obj any) {
 			o, n := old.(*v1alpha1.MySQLCluster), obj.(*v1alpha1.MySQLCluster)
+			// The phase leaves Fenced only once clustering made the primary writable again.
+			fenced := func(c *v1alpha1.MySQLCluster) bool { return c.Status.Phase == v1alpha1.ClusterFenced }
 			if o.Status.Primary != n.Status.Primary || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
-				o.Annotations[resources.AnnotationRestore] != n.Annotations[resources.AnnotationRestore] ||
-				o.Annotations[resources.AnnotationDataRestored] != n.Annotations[resources.AnnotationDataRestored] {
+				fenced(o) != fenced(n) || o.Annotations[resources.AnnotationDataRestored] != n.Annotations[resources.AnnotationDataRestored] {
 				call(obj)
 			}
 		},

@@ -348,7 +348,7 @@ type MySQLRestoreSpec struct {
 }
 
 // RestoreStep is where a running restore is.
-// +kubebuilder:validation:Enum=Fencing;Loading;Staging;Restarting;Rejoining
+// +kubebuilder:validation:Enum=Fencing;Loading;Staging;Restarting;Rejoining;Resuming
 type RestoreStep string
 
 // Steps of a running restore.
@@ -364,6 +364,9 @@ const (
 	// RestoreRejoining: the restarted members replicate from the primary again; writes resume
 	// once all do.
 	RestoreRejoining RestoreStep = "Rejoining"
+	// RestoreResuming: the data is restored and the fence lifted; the restore completes once
+	// the primary takes writes again.
+	RestoreResuming RestoreStep = "Resuming"
 )
 
 // MySQLRestoreStatus is the progress and result of a restore.
