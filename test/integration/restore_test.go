@@ -268,4 +268,33 @@ func TestPhysicalRestore(t *testing.T) {
 	if _, ok := events(t, ns, "back")[reasons.RestoreCompleted]; !ok {
 		t.Error("no RestoreCompleted event")
 	}
+
+	// A running restore deleted after the primary restarted onto its data: the replicas
+	// discard what they staged (a later restart of theirs must not put it in place), the
+	// fence is lifted and the object goes.
+	uids = podUIDs(t, ns, 3)
+	restore("deleted")
+	if got := replaced(1); !slices.Equal(got, []int{0}) {
+		t.Fatalf("pods replaced first: %v, want only the primary db-0", got)
+	}
+	for i := 1; i < 3; i++ {
+		if _, err := os.Stat(filepath.Join(servers[i].Dir, "restore", "restore.json")); err != nil {
+			t.Fatalf("replica %d has no committed staging: %v", i, err)
+		}
+	}
+	if err := restores.Delete(ctx, "deleted", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "deleted restore gone", func(ctx context.Context) (bool, error) {
+		_, err := restores.Get(ctx, "deleted", metav1.GetOptions{})
+		return gone(ctx, err)
+	})
+	for i := 1; i < 3; i++ {
+		if _, err := os.Stat(filepath.Join(servers[i].Dir, "restore")); !os.IsNotExist(err) {
+			t.Errorf("replica %d keeps the staging of a deleted restore: %v", i, err)
+		}
+	}
+	eventually(t, 30*time.Second, "fence lifted", func(context.Context) (bool, error) {
+		return getCluster(t, ns, "db").Annotations[resources.AnnotationRestore] == "", nil
+	})
 }

@@ -202,15 +202,18 @@ func (c *Controller) syncBootstrap(ctx context.Context, key cache.ObjectName) er
 
 func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	cached, err := c.restores.MySQLRestores(key.Namespace).Get(key.Name)
-	if apierrors.IsNotFound(err) || (err == nil && cached.DeletionTimestamp != nil) {
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get restore %s: %w", key, err)
 	}
+	if cached.DeletionTimestamp != nil {
+		return c.finalize(ctx, cached)
+	}
 	switch cached.Status.Phase {
 	case v1alpha1.JobComplete, v1alpha1.JobFailed:
-		return nil
+		return c.release(ctx, cached) // left behind when the process stopped in between
 	case v1alpha1.JobRunning:
 		return c.run(ctx, key, cached)
 	}
@@ -257,6 +260,11 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	}
 	setComplete(status, cached.Generation, metav1.ConditionUnknown, backup.ReasonRunning, "Stopping writes on MySQLCluster "+cl.Name)
 	klog.FromContext(ctx).Info("Restore starts: stopping writes", "restore", klog.KObj(cached), "cluster", cl.Name, "method", status.Method)
+	// The finalizer first: a running restore deleted must still discard what it staged.
+	cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerRestore, c.mysql.MysqlopV1alpha1().MySQLRestores(cached.Namespace).Update)
+	if err != nil {
+		return err
+	}
 	// Running first, then the fence: the Cluster controller honours the fence only for a
 	// running restore, so the reverse order would have it lifted at once.
 	if _, err := sqlobject.UpdateStatus(ctx, cached, status, restoreStatus, c.mysql.MysqlopV1alpha1().MySQLRestores(cached.Namespace).UpdateStatus); err != nil {
@@ -624,10 +632,37 @@ func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, 
 		c.recorder.Event(cached, corev1.EventTypeWarning, events.RestoreFailed, msg)
 	}
 	klog.FromContext(ctx).Info("Restore finished", "restore", klog.KObj(cached), "phase", status.Phase)
-	if err := c.writeStatus(ctx, cached, status); err != nil {
+	updated, err := sqlobject.UpdateStatus(ctx, cached, status, restoreStatus, c.mysql.MysqlopV1alpha1().MySQLRestores(cached.Namespace).UpdateStatus)
+	if err != nil {
 		return err
 	}
-	return c.endFence(ctx, cl, cached, ok)
+	if err := c.endFence(ctx, cl, cached, ok); err != nil {
+		return err
+	}
+	return c.release(ctx, updated)
+}
+
+// release removes the finalizer of a finished restore.
+func (c *Controller) release(ctx context.Context, r *v1alpha1.MySQLRestore) error {
+	if !sqlobject.HasFinalizer(r, v1alpha1.FinalizerRestore) {
+		return nil
+	}
+	return sqlobject.RemoveFinalizer(ctx, r, v1alpha1.FinalizerRestore, c.mysql.MysqlopV1alpha1().MySQLRestores(r.Namespace).Update)
+}
+
+// finalize ends a restore deleted while it ran as a failure (staging discarded on the
+// members not yet restarted, fence lifted), then lets the deletion go on.
+func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLRestore) error {
+	if cached.Status.Phase != v1alpha1.JobRunning {
+		return c.release(ctx, cached)
+	}
+	cl, err := c.clusters.MySQLClusters(cached.Namespace).Get(cached.Spec.ClusterRef.Name)
+	if apierrors.IsNotFound(err) {
+		cl = nil
+	} else if err != nil {
+		return err
+	}
+	return c.abort(ctx, cached, cl, "deleted while running")
 }
 
 // progress writes a running restore's status (next, or the cached one) with msg.

@@ -49,6 +49,9 @@ const (
 	ConditionComplete = "Complete"
 	// FinalizerBackup deletes the stored object of a MySQLBackup with deletionPolicy Delete.
 	FinalizerBackup = "mysqlop.io/backup"
+	// FinalizerRestore holds a running MySQLRestore until, deleted, it has discarded what it
+	// staged and lifted its fence; it is removed when the restore ends.
+	FinalizerRestore = "mysqlop.io/restore"
 )
 
 // ClusterReference names a MySQLCluster in the object's namespace.
