@@ -68,7 +68,7 @@ bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS s
 	$(GO) run ./test/bench/reconcile -clusters '$(CLUSTERS)' -qps '$(QPS)'
 
 .PHONY: bench-backup
-bench-backup: tools ## Backup benchmark: ~1 GiB table on real MariaDB, logical and physical backups to versitygw and a logical restore; prints a table.
+bench-backup: tools ## Backup benchmark: ~1 GiB table on real MariaDB, logical and physical backups to versitygw and restores through the agent, against the raw tools; prints a table.
 	$(GO) run ./test/bench/backup -size-mb $(BACKUP_MB)
 
 .PHONY: bench-failover
