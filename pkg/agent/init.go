@@ -186,14 +186,25 @@ func installDataDir(ctx context.Context, o InitOptions, cnf string) error {
 // operator and replication accounts, with binary logging off for the session (so that these
 // are not transactions replicas replay), then shuts the server down.
 func createAccounts(ctx context.Context, o InitOptions, cnf string, c credentials) error {
-	srv, err := startTempServer(ctx, o, cnf, o.DataDir)
+	return withTempServer(ctx, o, cnf, o.DataDir, nil, func(srv *tempServer) error {
+		err := srv.in.Exec(srv.ctx, append([]mysql.Statement{{Query: "SET SESSION sql_log_bin = 0"}}, accountStatements(c)...)...)
+		if err != nil {
+			return fmt.Errorf("create internal accounts: %w", err)
+		}
+		return nil
+	})
+}
+
+// withTempServer runs fn on a temporary server on dataDir (startTempServer, with args) and
+// shuts the server down cleanly; when fn fails, the server is killed and fn's error returned.
+func withTempServer(ctx context.Context, o InitOptions, cnf, dataDir string, args []string, fn func(*tempServer) error) error {
+	srv, err := startTempServer(ctx, o, cnf, dataDir, args...)
 	if err != nil {
 		return err
 	}
-	err = srv.in.Exec(srv.ctx, append([]mysql.Statement{{Query: "SET SESSION sql_log_bin = 0"}}, accountStatements(c)...)...)
-	if err != nil {
+	if err := fn(srv); err != nil {
 		srv.kill()
-		return fmt.Errorf("create internal accounts: %w", err)
+		return err
 	}
 	return srv.shutdown()
 }

@@ -361,23 +361,19 @@ func ApplyStagedRestore(ctx context.Context, o InitOptions, cnf string) error {
 // accounts get this cluster's passwords, replication from the source is forgotten and the
 // binary logs and GTID state start at the backup's position. Nothing is binary-logged.
 func resetRestored(ctx context.Context, o InitOptions, cnf, dataDir, gtid string, c credentials) error {
-	srv, err := startTempServer(ctx, o, cnf, dataDir, "--skip-grant-tables")
-	if err != nil {
-		return err
-	}
-	var version string
-	if err := srv.in.DB.QueryRowContext(srv.ctx, "SELECT VERSION()").Scan(&version); err != nil {
-		srv.kill()
-		return fmt.Errorf("read the server's version: %w", err)
-	}
-	f := o.Flavor
-	stmts := []mysql.Statement{{Query: "FLUSH PRIVILEGES"}, {Query: "SET SESSION sql_log_bin = 0"}}
-	stmts = append(stmts, accountStatements(c)...)
-	stmts = append(stmts, mysql.Statement{Query: f.StopReplica()}, mysql.Statement{Query: f.ResetReplicaAll()})
-	stmts = append(stmts, f.ResetToGTID(version, gtid)...)
-	if err := srv.in.Exec(srv.ctx, stmts...); err != nil {
-		srv.kill()
-		return fmt.Errorf("reset the restored server: %w", err)
-	}
-	return srv.shutdown()
+	return withTempServer(ctx, o, cnf, dataDir, []string{"--skip-grant-tables"}, func(srv *tempServer) error {
+		var version string
+		if err := srv.in.DB.QueryRowContext(srv.ctx, "SELECT VERSION()").Scan(&version); err != nil {
+			return fmt.Errorf("read the server's version: %w", err)
+		}
+		f := o.Flavor
+		stmts := []mysql.Statement{{Query: "FLUSH PRIVILEGES"}, {Query: "SET SESSION sql_log_bin = 0"}}
+		stmts = append(stmts, accountStatements(c)...)
+		stmts = append(stmts, mysql.Statement{Query: f.StopReplica()}, mysql.Statement{Query: f.ResetReplicaAll()})
+		stmts = append(stmts, f.ResetToGTID(version, gtid)...)
+		if err := srv.in.Exec(srv.ctx, stmts...); err != nil {
+			return fmt.Errorf("reset the restored server: %w", err)
+		}
+		return nil
+	})
 }

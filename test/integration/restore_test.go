@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	reasons "github.com/mysqlop/mysql-operator/pkg/events"
@@ -26,26 +25,13 @@ import (
 	"github.com/mysqlop/mysql-operator/test/s3"
 )
 
-// restartMember plays the kubelet for a member whose kwok pod was replaced: its server stops,
-// the agent's init step puts a committed restore in place, and the server starts again.
+// restartMember plays the kubelet for a member whose kwok pod was replaced: its server
+// stops, the agent's init step puts a committed restore in place, and it starts again.
 func restartMember(t *testing.T, s *mariadb.Server) {
 	t.Helper()
-	creds := t.TempDir()
-	for name, v := range map[string]string{agent.FileRootPassword: "root-Pa55", agent.FileReplicationPassword: mariadb.ReplPassword,
-		agent.FileOperatorPassword: mariadb.AdminPassword} {
-		if err := os.WriteFile(filepath.Join(creds, name), []byte(v), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := s.RestartOnRestore(context.Background(), "root-Pa55", time.Minute); err != nil {
+		t.Fatal(err)
 	}
-	o := agent.InitOptions{Flavor: mysqlsql.MariaDB, DataDir: filepath.Join(s.Dir, "data"), CredentialsDir: creds, Timeout: time.Minute}
-	if os.Geteuid() == 0 {
-		o.User = "root"
-	}
-	s.Stop()
-	if err := agent.ApplyStagedRestore(context.Background(), o, s.MyCnf); err != nil {
-		t.Fatalf("apply the restore on server %d: %v", s.Index, err)
-	}
-	s.Restart()
 }
 
 // podUIDs returns the UID of each member pod of cluster db.

@@ -21,6 +21,7 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/test/proc"
 )
@@ -322,6 +323,30 @@ func (s *Server) Restart() {
 		s.t.Fatal(err)
 	}
 	s.start(bin, false)
+}
+
+// RestartOnRestore does what a member's pod restart does after a physical restore was
+// committed beside the server's datadir: it stops the server, runs the agent's init step that
+// puts the restore in place (the internal accounts get the helper's passwords, root gets
+// rootPassword; timeout bounds the step's temporary server) and starts the server again.
+func (s *Server) RestartOnRestore(ctx context.Context, rootPassword string, timeout time.Duration) error {
+	creds := s.t.TempDir()
+	for name, v := range map[string]string{agent.FileRootPassword: rootPassword, agent.FileReplicationPassword: ReplPassword,
+		agent.FileOperatorPassword: AdminPassword} {
+		if err := os.WriteFile(filepath.Join(creds, name), []byte(v), 0o600); err != nil {
+			return err
+		}
+	}
+	o := agent.InitOptions{Flavor: mysql.MariaDB, DataDir: s.dataDir(), CredentialsDir: creds, Timeout: timeout}
+	if os.Geteuid() == 0 {
+		o.User = "root"
+	}
+	s.Stop()
+	if err := agent.ApplyStagedRestore(ctx, o, s.MyCnf); err != nil {
+		return fmt.Errorf("apply the restore on server %d: %w", s.Index, err)
+	}
+	s.Restart()
+	return nil
 }
 
 // Running reports whether the process is alive.

@@ -176,7 +176,7 @@ func run(t *benchutil.T, size int64) error {
 	if _, err := client.CommitRestore(ctx, req.ID); err != nil {
 		return err
 	}
-	if err := restartOnRestore(ctx, t, dst); err != nil {
+	if err := dst.RestartOnRestore(ctx, "bench-root", 10*time.Minute); err != nil {
 		return err
 	}
 	took := time.Since(start)
@@ -215,28 +215,6 @@ func runRestore(ctx context.Context, c *agent.Client, req agent.BackupRequest, d
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// restartOnRestore stops s, runs init's step that puts the committed restore in place, and
-// starts s again.
-func restartOnRestore(ctx context.Context, t *benchutil.T, s *mariadb.Server) error {
-	creds := t.TempDir()
-	for name, v := range map[string]string{agent.FileRootPassword: "bench-root", agent.FileReplicationPassword: mariadb.ReplPassword,
-		agent.FileOperatorPassword: mariadb.AdminPassword} {
-		if err := os.WriteFile(filepath.Join(creds, name), []byte(v), 0o600); err != nil {
-			return err
-		}
-	}
-	o := agent.InitOptions{Flavor: mysql.MariaDB, DataDir: filepath.Join(s.Dir, "data"), CredentialsDir: creds, Timeout: 10 * time.Minute}
-	if os.Geteuid() == 0 {
-		o.User = "root"
-	}
-	s.Stop()
-	if err := agent.ApplyStagedRestore(ctx, o, s.MyCnf); err != nil {
-		return err
-	}
-	s.Restart()
-	return nil
 }
 
 // rowCount counts the filled table's rows on s, with a fresh connection: the helper's pools
