@@ -256,7 +256,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	if err != nil {
 		return c.fail(ctx, cached, status, err.Error())
 	}
-	st, failed, err := Poll(ctx, client, string(cached.UID), "backup")
+	st, failed, err := poll(ctx, client, string(cached.UID))
 	switch {
 	case err != nil:
 		// The agent may be restarting; the timeout bounds how long this is retried.
@@ -322,14 +322,13 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 	return sqlobject.RemoveFinalizer(ctx, cached, v1alpha1.FinalizerBackup, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).Update)
 }
 
-// Poll asks the agent about job id (a backup or a restore, named by what). It returns the
-// finished state; or failed, the reason the job failed or was lost (the agent restarted);
-// or neither while the job runs.
-func Poll(ctx context.Context, client *agent.Client, id, what string) (done *agent.BackupState, failed string, err error) {
+// poll asks the agent about backup id. It returns the finished state; or failed, the reason
+// the backup failed or was lost (the agent restarted); or neither while it runs.
+func poll(ctx context.Context, client *agent.Client, id string) (done *agent.BackupState, failed string, err error) {
 	st, err := client.Backup(ctx, id)
 	switch {
 	case errors.Is(err, agent.ErrBackupNotFound):
-		return nil, "the agent restarted during the " + what, nil
+		return nil, "the agent restarted during the backup", nil
 	case err != nil:
 		return nil, "", err
 	case st.Phase == agent.BackupFailed:
