@@ -111,24 +111,33 @@ func (w *Writer) Stop() []int {
 
 // Lost returns the acknowledged ids missing from app.t on db.
 func Lost(ctx context.Context, db *sql.DB, acked []int) ([]int, error) {
-	rows, err := db.QueryContext(ctx, "SELECT id FROM app.t WHERE id >= 1000000")
+	ids, err := WriterRows(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	var missing []int
+	for _, id := range acked {
+		if _, found := slices.BinarySearch(ids, id); !found {
+			missing = append(missing, id)
+		}
+	}
+	return missing, nil
+}
+
+// WriterRows returns the ids the writer inserted that app.t on db holds, in ascending order.
+func WriterRows(ctx context.Context, db *sql.DB) ([]int, error) {
+	rows, err := db.QueryContext(ctx, "SELECT id FROM app.t WHERE id >= 1000000 ORDER BY id")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	have := map[int]bool{}
+	var ids []int
 	for rows.Next() {
 		var id int
 		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		have[id] = true
+		ids = append(ids, id)
 	}
-	var missing []int
-	for _, id := range acked {
-		if !have[id] {
-			missing = append(missing, id)
-		}
-	}
-	return missing, rows.Err()
+	return ids, rows.Err()
 }
