@@ -17,7 +17,8 @@ USER 65532:65532
 ENTRYPOINT ["/mysql-operator"]
 
 # The agent image is run as an init container that copies /mysql-agent into the pod, and as the
-# agent sidecar; it runs as the mysql uid of the server images.
+# agent sidecar; it runs as the mysql uid of the server images. It holds no backup tool: the
+# copied binary runs them in the pod's toolbox container, from the server image.
 FROM gcr.io/distroless/static-debian12:nonroot AS agent
 COPY --from=build /out/mysql-agent /mysql-agent
 USER 999:999

@@ -4,6 +4,8 @@
 //	init      render the member's my.cnf, initialise an empty datadir with the flavor's own
 //	          tool and create the internal accounts (second init container, server image)
 //	serve     probes, the operator's status API and metrics, beside the server
+//	toolbox   run backup tools for serve on a unix socket (in the server image, whose tools
+//	          match the server's version)
 //	version   print the version
 //
 // Credentials are read from files of the mounted Secret, never from flags or the environment.
@@ -26,6 +28,7 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 	"github.com/mysqlop/mysql-operator/pkg/version"
 )
 
@@ -47,6 +50,8 @@ func main() {
 		err = initCmd(ctx, os.Args[2:])
 	case "serve":
 		err = serve(ctx, os.Args[2:])
+	case "toolbox":
+		err = toolboxCmd(ctx, os.Args[2:])
 	default:
 		usage()
 		os.Exit(2)
@@ -59,7 +64,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: mysql-agent install|init|serve|version [flags]")
+	fmt.Fprintln(os.Stderr, "usage: mysql-agent install|init|serve|toolbox|version [flags]")
 }
 
 func flagSet(name string) *pflag.FlagSet {
@@ -132,7 +137,8 @@ func serve(ctx context.Context, args []string) error {
 	socket := fs.String("socket", "/run/mysqld/mysqld.sock", "the server's socket")
 	credDir := fs.String("credentials-dir", "/etc/mysqlop/credentials", "mounted credentials Secret")
 	dataDir := fs.String("datadir", "/var/lib/mysql/data", "the server's data directory (physical backups read it)")
-	tmpDir := fs.String("tmpdir", os.TempDir(), "scratch directory for backups")
+	tmpDir := fs.String("tmpdir", os.TempDir(), "scratch directory for backups (the toolbox container must mount it too)")
+	toolboxSocket := fs.String("toolbox-socket", "", "socket of the toolbox container that runs the backup tools; empty runs them here")
 	_ = fs.Parse(args)
 	f := mysql.Flavor(*flavor)
 	if f != mysql.MySQL && f != mysql.MariaDB {
@@ -152,8 +158,12 @@ func serve(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	srv := agent.NewServer(&mysql.Instance{DB: db, Flavor: f}, token)
+	var tools toolbox.Runner
+	if *toolboxSocket != "" {
+		tools = toolbox.Client{Socket: *toolboxSocket}
+	}
 	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: f, Socket: *socket, DataDir: *dataDir,
-		User: mysql.OperatorUser, Password: password, TmpDir: *tmpDir})
+		User: mysql.OperatorUser, Password: password, TmpDir: *tmpDir, Tools: tools})
 	servers := []*http.Server{
 		{Addr: *listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second},
 		{Addr: *metricsListen, Handler: srv.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second},
@@ -174,4 +184,16 @@ func serve(ctx context.Context, args []string) error {
 		_ = s.Shutdown(shutdown)
 	}
 	return nil
+}
+
+func toolboxCmd(ctx context.Context, args []string) error {
+	fs := flagSet("toolbox")
+	socket := fs.String("socket", "/run/mysqld/toolbox.sock", "unix socket to serve on")
+	_ = fs.Parse(args)
+	l, err := toolbox.Listen(*socket)
+	if err != nil {
+		return err
+	}
+	klog.InfoS("Serving backup tools", "socket", *socket, "tools", toolbox.Tools)
+	return (&toolbox.Server{Allowed: toolbox.Tools}).Serve(ctx, l)
 }

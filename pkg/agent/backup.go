@@ -16,6 +16,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 )
 
 // BackupConfig says how the agent reaches its server's files for backups.
@@ -26,8 +27,11 @@ type BackupConfig struct {
 	// User and Password are the account the backup tools connect as.
 	User     string
 	Password string
-	// TmpDir holds scratch files; it must be private to the agent.
+	// TmpDir holds scratch files; it must be private to the pod.
 	TmpDir string
+	// Tools runs the backup tools: in a pod, the toolbox container's client (the tools ship in
+	// the server image); nil runs them as children of the agent.
+	Tools toolbox.Runner
 	// Timeout bounds one backup.
 	Timeout time.Duration
 }
@@ -164,7 +168,7 @@ func (b *backups) backup(req BackupRequest, store *storage.Store) func(context.C
 	return func(ctx context.Context, st *BackupState) error {
 		res, err := executor.Run(ctx, executor.Request{
 			Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket, DataDir: b.cfg.DataDir,
-			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
+			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir, Tools: b.cfg.Tools,
 		}, func(r io.Reader) error { _, err := store.Put(ctx, req.Object, r); return err })
 		if err != nil {
 			// Leave no partial object behind: a failed multipart upload is aborted by the
@@ -199,7 +203,7 @@ func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.
 		defer undo()
 		res, err := executor.Restore(ctx, executor.Request{
 			Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket,
-			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir,
+			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir, Tools: b.cfg.Tools,
 		}, r)
 		st.Size = res.Size
 		return err

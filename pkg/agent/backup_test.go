@@ -30,7 +30,7 @@ func TestBackupAPIOnMariaDB(t *testing.T) {
 	}
 	srv := agent.NewServer(s.Admin(), "agent-token")
 	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: mysql.MariaDB, Socket: s.Socket, DataDir: filepath.Join(s.Dir, "data"),
-		User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()})
+		User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: mariadb.Toolbox(t)})
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 	cfg := gw.Config("db")

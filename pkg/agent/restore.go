@@ -165,7 +165,7 @@ func (b *backups) unpack(ctx context.Context, req BackupRequest, store *storage.
 		return err
 	}
 	defer r.Close()
-	res, err := executor.Extract(ctx, b.cfg.Flavor, r, data)
+	res, err := executor.Extract(ctx, b.cfg.Tools, b.cfg.Flavor, r, data)
 	st.Size = res.Size
 	if err != nil {
 		return err
@@ -184,7 +184,7 @@ func (b *backups) unpack(ctx context.Context, req BackupRequest, store *storage.
 				info.ServerVersion, running.Version)
 		}
 	}
-	if _, err := executor.Prepare(ctx, b.cfg.Flavor, data, 0); err != nil {
+	if _, err := executor.Prepare(ctx, b.cfg.Tools, b.cfg.Flavor, data, 0); err != nil {
 		return err
 	}
 	st.GTID = info.GTID

@@ -14,6 +14,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/test/mariadb"
 	"github.com/mysqlop/mysql-operator/test/s3"
 )
 
@@ -55,7 +56,7 @@ func (r *running) newAgent(t *testing.T) {
 	t.Cleanup(func() { db.Close() })
 	srv := agent.NewServer(&mysql.Instance{DB: db, Flavor: mysql.MariaDB}, "token")
 	srv.EnableBackups(context.Background(), agent.BackupConfig{Flavor: mysql.MariaDB, Socket: r.sock, DataDir: r.opts.DataDir,
-		User: mysql.OperatorUser, Password: r.creds[agent.FileOperatorPassword], TmpDir: t.TempDir()})
+		User: mysql.OperatorUser, Password: r.creds[agent.FileOperatorPassword], TmpDir: t.TempDir(), Tools: mariadb.Toolbox(t)})
 	api := httptest.NewServer(srv.Handler())
 	t.Cleanup(api.Close)
 	r.client = &agent.Client{BaseURL: api.URL, Token: "token"}

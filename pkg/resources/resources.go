@@ -65,6 +65,7 @@ const (
 const (
 	ContainerMySQL    = "mysqld"
 	ContainerAgent    = "agent"
+	ContainerToolbox  = "toolbox"
 	ContainerInitCopy = "install-agent"
 	ContainerInit     = "init"
 	PortMySQL         = 3306

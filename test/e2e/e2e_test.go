@@ -296,6 +296,12 @@ func TestUserJourneys(t *testing.T) {
 			if b.Status.Phase != v1alpha1.JobComplete || b.Status.Member == primary || b.Status.SHA256 == "" || b.Status.GTIDPosition == "" {
 				t.Fatalf("%s backup: %+v", method, b.Status)
 			}
+			// The tool ran in the member's toolbox container (the server image's tools), not
+			// in the agent's.
+			tool := map[v1alpha1.BackupMethod]string{v1alpha1.BackupLogical: "mariadb-dump", v1alpha1.BackupPhysical: "mariadb-backup"}[method]
+			if log := lc.Log(pod(t, b.Status.Member), resources.ContainerToolbox); !strings.Contains(log, `tool="`+tool+`"`) {
+				t.Fatalf("%s backup on %s: the toolbox container did not run %s; its log:\n%s", method, b.Status.Member, tool, log)
+			}
 			return b
 		}
 		n := rows(t, primary)

@@ -37,7 +37,7 @@ func withAgents(t *testing.T, servers []*mariadb.Server) func(*options.Options) 
 	for i, s := range servers {
 		srv := agent.NewServer(s.Admin(), testAgentToken)
 		srv.EnableBackups(context.Background(), agent.BackupConfig{Flavor: mysqlsql.MariaDB, Socket: s.Socket, DataDir: filepath.Join(s.Dir, "data"),
-			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()})
+			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: mariadb.Toolbox(t)})
 		h := httptest.NewServer(srv.Handler())
 		t.Cleanup(h.Close)
 		agents[i] = strings.TrimPrefix(h.URL, "http://")

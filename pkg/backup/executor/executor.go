@@ -4,7 +4,8 @@
 // xtrabackup (an xbstream). Nothing is staged on disk.
 //
 // The server password reaches the tool through a 0600 option file (--defaults-extra-file) in
-// a private directory, never through argv or the environment.
+// a private directory, never through argv or the environment. The tools run through a
+// toolbox.Runner: in the server's container in a pod, as children of the caller in tests.
 package executor
 
 import (
@@ -20,11 +21,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 )
 
 // Methods of backup.
@@ -45,8 +46,11 @@ type Request struct {
 	// User and Password are the account the tool connects as.
 	User     string
 	Password string
-	// TmpDir holds the option file and the physical tool's scratch directory.
+	// TmpDir holds the option file and the physical tool's scratch directory; the tools'
+	// container must see it at the same path.
 	TmpDir string
+	// Tools runs the tools; nil runs them as children of this process.
+	Tools toolbox.Runner
 }
 
 // Result describes a finished backup.
@@ -61,44 +65,40 @@ type Result struct {
 	ToolMaxRSS int64
 }
 
-func maxRSS(cmd *exec.Cmd) int64 {
-	if cmd.ProcessState == nil {
-		return 0
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss * 1024 // kilobytes on Linux
-	}
-	return 0
-}
-
 // Run runs the backup and hands the compressed stream to put, which must read it to the end
 // (or fail). A failure of the tool or of put stops both; the error says which.
 func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd, cleanup, err := BackupCommand(ctx, req)
+	tool, cleanup, err := backupTool(req)
 	if err != nil {
 		return Result{}, err
 	}
 	defer cleanup()
-	name := cmd.Args[0]
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return Result{}, err
-	}
+
+	// The tool writes into out; the compressor reads it and writes into pw, which put reads.
+	out, toolOut := io.Pipe()
 	var stderr tail
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return Result{}, fmt.Errorf("start %s: %w", name, err)
-	}
+	tool.Stdout, tool.Stderr = toolOut, &stderr
+	var toolRSS int64
+	toolErr := make(chan error, 1)
+	go func() {
+		rss, err := toolbox.Or(req.Tools).Run(ctx, tool)
+		if err != nil {
+			err = fmt.Errorf("%s failed: %w: %s", tool.Name, err, stderr.String())
+		}
+		toolRSS = rss
+		toolOut.CloseWithError(err)
+		toolErr <- err
+	}()
 
 	pr, pw := io.Pipe()
 	hash := sha256.New()
 	counter := &countingWriter{}
 	gtid := &gtidScanner{}
-	var src io.Reader = stdout
+	var src io.Reader = out
 	if req.Method == Logical {
-		src = io.TeeReader(stdout, gtid)
+		src = io.TeeReader(out, gtid)
 	}
 	compressErr := make(chan error, 1)
 	go func() {
@@ -109,10 +109,12 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 				err = cerr
 			}
 		}
-		if werr := cmd.Wait(); werr != nil {
-			err = fmt.Errorf("%s failed: %w: %s", name, werr, stderr.String())
+		// Unblock a tool still writing when compressing or storing failed.
+		out.CloseWithError(err)
+		if terr := <-toolErr; terr != nil {
+			err = terr
 		} else if err != nil {
-			err = fmt.Errorf("compress the output of %s: %w", name, err)
+			err = fmt.Errorf("compress the output of %s: %w", tool.Name, err)
 		}
 		pw.CloseWithError(err)
 		compressErr <- err
@@ -122,14 +124,14 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 		cancel()
 		pr.CloseWithError(putErr)
 	}
-	toolErr := <-compressErr
+	runErr := <-compressErr
 	if putErr != nil {
 		return Result{}, fmt.Errorf("store the backup: %w", putErr)
 	}
-	if toolErr != nil {
-		return Result{}, toolErr
+	if runErr != nil {
+		return Result{}, runErr
 	}
-	res := Result{Size: counter.n, SHA256: hex.EncodeToString(hash.Sum(nil)), ToolMaxRSS: maxRSS(cmd)}
+	res := Result{Size: counter.n, SHA256: hex.EncodeToString(hash.Sum(nil)), ToolMaxRSS: toolRSS}
 	if req.Method == Logical {
 		res.GTID = gtid.value()
 	} else {
@@ -139,19 +141,29 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 }
 
 // BackupCommand returns the backup tool's command for req, writing its stream to stdout, and
-// a cleanup that removes its option file and scratch directory. Run runs it; the backup
-// benchmark runs it alone as its baseline.
+// a cleanup that removes its option file and scratch directory. The backup benchmark runs it
+// alone as its baseline.
 func BackupCommand(ctx context.Context, req Request) (*exec.Cmd, func(), error) {
-	dir, optFile, err := optionFile(req, "backup-")
+	t, cleanup, err := backupTool(req)
 	if err != nil {
 		return nil, nil, err
+	}
+	return exec.CommandContext(ctx, t.Name, t.Args...), cleanup, nil
+}
+
+// backupTool is the backup tool for req (streams not set) and a cleanup that removes its
+// option file and scratch directory.
+func backupTool(req Request) (toolbox.Tool, func(), error) {
+	dir, optFile, err := optionFile(req, "backup-")
+	if err != nil {
+		return toolbox.Tool{}, nil, err
 	}
 	name, args, err := command(req, optFile, dir)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, nil, err
+		return toolbox.Tool{}, nil, err
 	}
-	return exec.CommandContext(ctx, name, args...), func() { os.RemoveAll(dir) }, nil
+	return toolbox.Tool{Name: name, Args: args}, func() { os.RemoveAll(dir) }, nil
 }
 
 // optionFile writes the client option file into a new private directory under req.TmpDir.
@@ -188,26 +200,24 @@ func Restore(ctx context.Context, req Request, r io.Reader) (Result, error) {
 	if req.Flavor == mysql.MariaDB {
 		name = "mariadb"
 	}
-	return decompressInto(ctx, r, name, "--defaults-extra-file="+optFile, "--binary-mode", "--batch")
+	return decompressInto(ctx, req.Tools, r, toolbox.Tool{Name: name, Args: []string{"--defaults-extra-file=" + optFile, "--binary-mode", "--batch"}})
 }
 
-// decompressInto runs a tool with the decompressed stream of r as its standard input; the
-// result's Size is the compressed bytes read.
-func decompressInto(ctx context.Context, r io.Reader, name string, args ...string) (Result, error) {
+// decompressInto runs t with the decompressed stream of r as its standard input; the result's
+// Size is the compressed bytes read.
+func decompressInto(ctx context.Context, tools toolbox.Runner, r io.Reader, t toolbox.Tool) (Result, error) {
 	counter := &countingWriter{}
 	d, err := Decompress(io.TeeReader(r, counter))
 	if err != nil {
 		return Result{}, err
 	}
 	defer d.Close()
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdin = d
 	var stderr tail
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
-	err = cmd.Run()
-	res := Result{Size: counter.n, ToolMaxRSS: maxRSS(cmd)}
+	t.Stdin, t.Stderr = d, &stderr
+	rss, err := toolbox.Or(tools).Run(ctx, t)
+	res := Result{Size: counter.n, ToolMaxRSS: rss}
 	if err != nil {
-		return res, fmt.Errorf("%s failed: %w: %s", name, err, stderr.String())
+		return res, fmt.Errorf("%s failed: %w: %s", t.Name, err, stderr.String())
 	}
 	return res, nil
 }

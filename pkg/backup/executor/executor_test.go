@@ -12,6 +12,7 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
@@ -83,24 +84,28 @@ func TestLogicalBackupRestoresOnMariaDB(t *testing.T) {
 
 // A physical backup is extracted and prepared by Extract and Prepare, records the GTID
 // position and server version it was taken at, and a server started on the prepared
-// directory has the same table checksum.
+// directory has the same table checksum. Every tool runs through a toolbox server, as in a
+// pod.
 func TestPhysicalBackupRoundTripOnMariaDB(t *testing.T) {
 	s := mariadb.Start(t, 1, mariadb.Options{})[0]
 	pos := seed(t, s)
 	want := tableChecksum(t, s)
 	ctx := context.Background()
+	tools := mariadb.Toolbox(t)
+	req := request(s, executor.Physical, t)
+	req.Tools = tools
 	var compressed bytes.Buffer
-	res, err := executor.Run(ctx, request(s, executor.Physical, t), func(r io.Reader) error { _, err := io.Copy(&compressed, r); return err })
+	res, err := executor.Run(ctx, req, func(r io.Reader) error { _, err := io.Copy(&compressed, r); return err })
 	if err != nil || res.GTID != pos {
 		t.Fatalf("physical backup: GTID %q (want the server's %q), %v", res.GTID, pos, err)
 	}
 	n := int64(compressed.Len())
 	dir := t.TempDir()
-	got, err := executor.Extract(ctx, mysql.MariaDB, &compressed, dir)
+	got, err := executor.Extract(ctx, tools, mysql.MariaDB, &compressed, dir)
 	if err != nil || got.Size != n {
 		t.Fatalf("Extract = %+v, %v (want %d bytes read)", got, err, n)
 	}
-	if _, err := executor.Prepare(ctx, mysql.MariaDB, dir, 64); err != nil {
+	if _, err := executor.Prepare(ctx, tools, mysql.MariaDB, dir, 64); err != nil {
 		t.Fatal(err)
 	}
 	info, err := executor.ReadBackupInfo(dir)
@@ -122,7 +127,7 @@ func TestPhysicalBackupRoundTripOnMariaDB(t *testing.T) {
 	if _, err := executor.Run(ctx, request(s, executor.Logical, t), func(r io.Reader) error { _, err := io.Copy(&junk, r); return err }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := executor.Extract(ctx, mysql.MariaDB, &junk, t.TempDir()); err == nil || !strings.Contains(err.Error(), "mbstream") {
+	if _, err := executor.Extract(ctx, tools, mysql.MariaDB, &junk, t.TempDir()); err == nil || !strings.Contains(err.Error(), "mbstream") {
 		t.Errorf("extracting a logical dump: %v", err)
 	}
 }
@@ -178,19 +183,24 @@ func tableChecksum(t *testing.T, s *mariadb.Server) int64 {
 	return sum
 }
 
-// A failing tool is an error that names the tool and never the password.
+// A failing tool is an error that names the tool and never the password, whether it ran here
+// or in a toolbox.
 func TestFailedBackupSaysWhy(t *testing.T) {
 	s := mariadb.Start(t, 1, mariadb.Options{})[0]
-	req := request(s, executor.Logical, t)
-	req.Password = "wrong-Pa55-secret"
-	_, err := executor.Run(context.Background(), req, func(r io.Reader) error { _, err := io.Copy(io.Discard, r); return err })
-	if err == nil || !strings.Contains(err.Error(), "mariadb-dump failed") || strings.Contains(err.Error(), "wrong-Pa55-secret") {
-		t.Fatalf("error %v", err)
+	for name, tools := range map[string]toolbox.Runner{"local": nil, "toolbox": mariadb.Toolbox(t)} {
+		req := request(s, executor.Logical, t)
+		req.Password = "wrong-Pa55-secret"
+		req.Tools = tools
+		_, err := executor.Run(context.Background(), req, func(r io.Reader) error { _, err := io.Copy(io.Discard, r); return err })
+		if err == nil || !strings.Contains(err.Error(), "mariadb-dump failed") || !strings.Contains(err.Error(), "Access denied") ||
+			strings.Contains(err.Error(), "wrong-Pa55-secret") {
+			t.Errorf("%s: error %v", name, err)
+		}
 	}
 }
 
-// Restore loads a compressed logical backup through the client; the mysql schema is not in
-// the dump, so the target keeps its own accounts.
+// Restore loads a compressed logical backup through the client (run in a toolbox); the mysql
+// schema is not in the dump, so the target keeps its own accounts.
 func TestRestoreOnMariaDB(t *testing.T) {
 	servers := mariadb.Start(t, 2, mariadb.Options{})
 	seed(t, servers[0])
@@ -203,7 +213,9 @@ func TestRestoreOnMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := int64(compressed.Len())
-	got, err := executor.Restore(ctx, request(servers[1], executor.Logical, t), &compressed)
+	req := request(servers[1], executor.Logical, t)
+	req.Tools = mariadb.Toolbox(t)
+	got, err := executor.Restore(ctx, req, &compressed)
 	if err != nil || got.Size != n || got.ToolMaxRSS == 0 {
 		t.Fatalf("Restore = %+v, %v (want %d bytes read)", got, err, n)
 	}

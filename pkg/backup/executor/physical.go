@@ -6,27 +6,29 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 )
 
 // Extract unpacks a physical backup written by Run, read from r, into dir with the flavor's
 // stream tool (mbstream / xbstream), decompressing on the way: nothing but the unpacked files
-// reaches the disk. Result.Size is the compressed bytes read.
-func Extract(ctx context.Context, f mysql.Flavor, r io.Reader, dir string) (Result, error) {
+// reaches the disk. Result.Size is the compressed bytes read. tools runs the stream tool (nil:
+// a child of this process).
+func Extract(ctx context.Context, tools toolbox.Runner, f mysql.Flavor, r io.Reader, dir string) (Result, error) {
 	name := "xbstream"
 	if f == mysql.MariaDB {
 		name = "mbstream"
 	}
-	return decompressInto(ctx, r, name, "-x", "-C", dir)
+	return decompressInto(ctx, tools, r, toolbox.Tool{Name: name, Args: []string{"-x", "-C", dir}})
 }
 
 // Prepare applies the redo log of an extracted physical backup in dir, so that a server can
-// start on it. useMemoryMB sizes the tool's buffer pool (0: the tool's default).
-func Prepare(ctx context.Context, f mysql.Flavor, dir string, useMemoryMB int) (Result, error) {
+// start on it. useMemoryMB sizes the tool's buffer pool (0: the tool's default). tools runs
+// the backup tool (nil: a child of this process).
+func Prepare(ctx context.Context, tools toolbox.Runner, f mysql.Flavor, dir string, useMemoryMB int) (Result, error) {
 	name := "xtrabackup"
 	if f == mysql.MariaDB {
 		name = "mariadb-backup"
@@ -35,11 +37,9 @@ func Prepare(ctx context.Context, f mysql.Flavor, dir string, useMemoryMB int) (
 	if useMemoryMB > 0 {
 		args = append(args, fmt.Sprintf("--use-memory=%dM", useMemoryMB))
 	}
-	cmd := exec.CommandContext(ctx, name, args...)
 	var out tail
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	res := Result{ToolMaxRSS: maxRSS(cmd)}
+	rss, err := toolbox.Or(tools).Run(ctx, toolbox.Tool{Name: name, Args: args, Stdout: &out, Stderr: &out})
+	res := Result{ToolMaxRSS: rss}
 	if err != nil {
 		return res, fmt.Errorf("%s --prepare failed: %w: %s", name, err, lastLines(out.String(), 5))
 	}

@@ -1,6 +1,8 @@
 // Package statefulset builds a cluster's StatefulSet.
 //
-// The pod runs two containers: the server (mysqld or mariadbd) and the agent. Two init
+// The pod runs three containers: the server (mysqld or mariadbd), the agent, and the toolbox,
+// which runs the agent binary inside the server image so that backups and restores use the
+// server image's own tools (pkg/toolbox explains why). Two init
 // containers run first: the first copies the agent binary out of the agent image into a shared
 // volume, the second runs that binary inside the server image to render my.cnf and initialise
 // an empty datadir with the flavor's own tool. Credentials reach the processes only as files of
@@ -46,6 +48,8 @@ const (
 
 	// AgentBinary is the agent's path in the agent image.
 	AgentBinary = "/mysql-agent"
+	// ToolboxSocket is where the toolbox container serves the backup tools to the agent.
+	ToolboxSocket = MountRun + "/toolbox.sock"
 )
 
 // RunAsUser is the uid (and gid) every container runs as: the mysql user of the official images.
@@ -158,7 +162,7 @@ func podTemplate(c *v1alpha1.MySQLCluster, p Params) corev1.PodTemplateSpec {
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			InitContainers:                []corev1.Container{installAgentContainer(p), initContainer(c, p)},
-			Containers:                    []corev1.Container{serverContainer(c, p), agentContainer(c, p)},
+			Containers:                    []corev1.Container{serverContainer(c, p), agentContainer(c, p), toolboxContainer(p)},
 			Volumes:                       volumes(c),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
@@ -282,6 +286,7 @@ func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			fmt.Sprintf("--metrics-listen=:%d", resources.PortMetrics),
 			"--socket=" + configmap.SocketPath,
 			"--credentials-dir=" + MountCredentials,
+			"--toolbox-socket=" + ToolboxSocket,
 		},
 		Env: podEnv(),
 		Ports: []corev1.ContainerPort{
@@ -301,6 +306,29 @@ func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 		// Readiness is the agent's verdict: mysqld answers and plays its role correctly.
 		ReadinessProbe:  &corev1.Probe{ProbeHandler: get("/readyz"), PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 2},
 		LivenessProbe:   &corev1.Probe{ProbeHandler: get("/healthz"), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
+		SecurityContext: containerSecurityContext(),
+	}
+}
+
+// toolboxContainer runs the backup tools of the server image for the agent. It mounts what the
+// tools read and write at the agent's and the server's paths: the datadir, the server's socket
+// directory (which also holds the toolbox socket) and /tmp (the tools' option files).
+func toolboxContainer(p Params) corev1.Container {
+	return corev1.Container{
+		Name:    resources.ContainerToolbox,
+		Image:   p.ServerImage,
+		Command: []string{MountAgentBin + "/mysql-agent", "toolbox", "--socket=" + ToolboxSocket},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi")},
+			// A physical backup's prepare step sizes its buffer pool at 100 MiB by default.
+			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolumeData, MountPath: MountData},
+			{Name: VolumeRun, MountPath: MountRun},
+			{Name: VolumeTmp, MountPath: "/tmp"},
+			{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true},
+		},
 		SecurityContext: containerSecurityContext(),
 	}
 }

@@ -1,6 +1,7 @@
 package statefulset
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,17 @@ func TestShape(t *testing.T) {
 	}
 	if a := container(t, spec, resources.ContainerAgent); a.Image != "agent:v1" || a.ReadinessProbe == nil || a.ReadinessProbe.HTTPGet.Path != "/readyz" {
 		t.Errorf("agent container %q probe %+v", a.Image, a.ReadinessProbe)
+	}
+	// The agent's backup tools run in the toolbox: the server image, the agent's socket to it,
+	// and the paths the tools share with the agent (datadir, option files in /tmp).
+	tb, agent := container(t, spec, resources.ContainerToolbox), container(t, spec, resources.ContainerAgent)
+	if tb.Image != "mariadb:10.11.6" || !slices.Contains(tb.Command, "--socket="+ToolboxSocket) || !slices.Contains(agent.Command, "--toolbox-socket="+ToolboxSocket) {
+		t.Errorf("toolbox %q %v, agent %v", tb.Image, tb.Command, agent.Command)
+	}
+	for _, m := range agent.VolumeMounts {
+		if m.Name != VolumeCredentials && !slices.ContainsFunc(tb.VolumeMounts, func(o corev1.VolumeMount) bool { return o.Name == m.Name && o.MountPath == m.MountPath }) {
+			t.Errorf("the toolbox lacks the agent's mount %+v", m)
+		}
 	}
 	if spec.SecurityContext.RunAsNonRoot == nil || !*spec.SecurityContext.RunAsNonRoot || *spec.SecurityContext.RunAsUser == 0 {
 		t.Error("pod must run as non-root")

@@ -10,8 +10,9 @@
 // the uncompressed dump from a file; mbstream extracting the uncompressed stream from a file
 // plus mariadb-backup --prepare. It prints a table: data size, stored (compressed) size,
 // time, throughput over the data size, the raw tool's time and the ratio, and peak memory:
-// the process's RSS high-water mark (the agent's side: compression, transfer and HTTP) and
-// the tools' own maximum RSS.
+// the process's RSS high-water mark (the agent's side: compression, transfer and HTTP, plus
+// the toolbox's relay, which a pod runs in its own container) and the tools' own maximum RSS.
+// The tools run through a toolbox server on a unix socket, as in a pod.
 //
 // Usage: go run ./test/bench/backup -size-mb 1024   (or make bench-backup)
 package main
@@ -83,9 +84,12 @@ func run(t *benchutil.T, size int64) error {
 	var rows []row
 	rawFiles := map[string]string{}
 	stored := map[string]executor.Result{}
+	// The tools run through a toolbox server, as in a pod (there in its own container, here in
+	// this process, whose peak RSS therefore covers the relay too).
+	tools := mariadb.Toolbox(t)
 	for _, method := range []string{executor.Logical, executor.Physical} {
 		req := executor.Request{Flavor: mysql.MariaDB, Method: method, Socket: servers[0].Socket, DataDir: filepath.Join(servers[0].Dir, "data"),
-			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()}
+			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: tools}
 		raw, file, err := rawTool(ctx, t, req)
 		if err != nil {
 			return err
@@ -118,7 +122,7 @@ func run(t *benchutil.T, size int64) error {
 	dst := servers[1]
 	srv := agent.NewServer(dst.Admin(), "bench-token")
 	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: mysql.MariaDB, Socket: dst.Socket, DataDir: filepath.Join(dst.Dir, "data"),
-		User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir()})
+		User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: tools})
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 	client := &agent.Client{BaseURL: api.URL, Token: "bench-token"}
@@ -160,7 +164,7 @@ func run(t *benchutil.T, size int64) error {
 		return err
 	}
 	prepStart := time.Now()
-	prep, err := executor.Prepare(ctx, mysql.MariaDB, dir, 0)
+	prep, err := executor.Prepare(ctx, nil, mysql.MariaDB, dir, 0)
 	if err != nil {
 		return err
 	}

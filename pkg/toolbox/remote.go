@@ -1,0 +1,294 @@
+package toolbox
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Frame types. One connection runs one tool: the client sends a header, then the tool's
+// standard input and its end; the server sends output and error as they come, then the exit.
+const (
+	frameHeader   byte = 'h' // client: JSON header
+	frameStdin    byte = 'i' // client: standard input bytes
+	frameStdinEnd byte = 'e' // client: end of standard input
+	frameStdout   byte = 'o' // server: standard output bytes
+	frameStderr   byte = 'r' // server: standard error bytes
+	frameExit     byte = 'x' // server: JSON exit, last frame
+)
+
+// maxFrame bounds a frame's payload; the tools' pipes hand over at most 32 KiB at a time.
+const maxFrame = 1 << 20
+
+type header struct {
+	Name  string   `json:"name"`
+	Args  []string `json:"args"`
+	Stdin bool     `json:"stdin"`
+}
+
+type exit struct {
+	// Error is the tool's failure ("exit status 2", "not allowed"); empty on success.
+	Error  string `json:"error,omitempty"`
+	MaxRSS int64  `json:"maxRSS"`
+}
+
+func readFrame(r *bufio.Reader) (byte, []byte, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		return 0, nil, err
+	}
+	return h[0], p, nil
+}
+
+// frameWriter writes frames from several goroutines (a tool's output and error are copied
+// concurrently).
+type frameWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (f *frameWriter) frame(typ byte, p []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var h [5]byte
+	h[0] = typ
+	binary.BigEndian.PutUint32(h[1:], uint32(len(p)))
+	if _, err := f.w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := f.w.Write(p)
+	return err
+}
+
+func (f *frameWriter) json(typ byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return f.frame(typ, b)
+}
+
+// stream is an io.Writer of frames of one type.
+type stream struct {
+	f   *frameWriter
+	typ byte
+}
+
+func (s stream) Write(p []byte) (int, error) {
+	for rest := p; len(rest) > 0; {
+		n := min(len(rest), maxFrame)
+		if err := s.f.frame(s.typ, rest[:n]); err != nil {
+			return len(p) - len(rest), err
+		}
+		rest = rest[n:]
+	}
+	return len(p), nil
+}
+
+// Tools is the allow-list of the toolbox container: every tool the backup executors run.
+var Tools = []string{"mariadb-dump", "mysqldump", "mariadb-backup", "xtrabackup", "mbstream", "xbstream", "mariadb", "mysql"}
+
+// Server runs allowed tools for clients on a unix socket.
+type Server struct {
+	// Allowed are the tool names clients may run.
+	Allowed []string
+	// Runner runs them; nil runs them as child processes.
+	Runner Runner
+}
+
+// Listen creates the unix socket at path, owner-only, replacing a stale one left by a previous
+// run of the container.
+func Listen(path string) (net.Listener, error) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale socket %s: %w", path, err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("restrict socket %s: %w", path, err)
+	}
+	return l, nil
+}
+
+// Serve runs tools for connections on l until ctx is done; running tools are killed then.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.handle(ctx, conn)
+		}()
+	}
+}
+
+func (s *Server) handle(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := bufio.NewReaderSize(conn, 64<<10)
+	out := &frameWriter{w: conn}
+	typ, p, err := readFrame(r)
+	var h header
+	if err == nil && typ == frameHeader {
+		err = json.Unmarshal(p, &h)
+	} else if err == nil {
+		err = fmt.Errorf("expected a header frame, got %q", typ)
+	}
+	if err != nil {
+		_ = out.json(frameExit, exit{Error: fmt.Sprintf("bad request: %v", err)})
+		return
+	}
+	if !slices.Contains(s.Allowed, h.Name) {
+		_ = out.json(frameExit, exit{Error: fmt.Sprintf("tool %q is not allowed", h.Name)})
+		return
+	}
+
+	// The client's frames are read until it goes away: standard input first, then nothing but
+	// the end of the connection, which kills the tool if it still runs.
+	stdinR, stdinW := io.Pipe()
+	go func() {
+		defer cancel()
+		for {
+			typ, p, err := readFrame(r)
+			if err != nil {
+				stdinW.CloseWithError(fmt.Errorf("client gone before the end of standard input: %w", err))
+				return
+			}
+			switch typ {
+			case frameStdin:
+				// Once the tool stopped reading, the rest of its input is drained unread.
+				_, _ = stdinW.Write(p)
+			case frameStdinEnd:
+				stdinW.Close()
+			}
+		}
+	}()
+	t := Tool{Name: h.Name, Args: h.Args, Stdout: stream{out, frameStdout}, Stderr: stream{out, frameStderr}}
+	if h.Stdin {
+		t.Stdin = stdinR
+	}
+	started := time.Now()
+	rss, err := Or(s.Runner).Run(ctx, t)
+	stdinR.CloseWithError(io.ErrClosedPipe)
+	e := exit{MaxRSS: rss}
+	if err != nil {
+		e.Error = err.Error()
+	}
+	// Arguments stay out of the log: they name files only, but say nothing an operator needs.
+	klog.InfoS("Ran tool", "tool", h.Name, "duration", time.Since(started).Round(time.Millisecond), "maxRSS", rss, "error", e.Error)
+	_ = out.json(frameExit, e)
+}
+
+// Client runs tools through a toolbox server's socket.
+type Client struct {
+	// Socket is the path of the server's unix socket.
+	Socket string
+}
+
+// Run implements Runner: the tool runs in the server's container, with its standard streams
+// relayed. Cancelling ctx closes the connection, and the server kills the tool.
+func (c Client) Run(ctx context.Context, t Tool) (int64, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.Socket)
+	if err != nil {
+		return 0, fmt.Errorf("reach the toolbox container: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	out := &frameWriter{w: conn}
+	if err := out.json(frameHeader, header{Name: t.Name, Args: t.Args, Stdin: t.Stdin != nil}); err != nil {
+		conn.Close()
+		return 0, fmt.Errorf("send %s to the toolbox container: %w", t.Name, err)
+	}
+	stdinDone := make(chan error, 1)
+	if t.Stdin != nil {
+		go func() {
+			_, err := io.Copy(stream{out, frameStdin}, t.Stdin)
+			if err == nil {
+				err = out.frame(frameStdinEnd, nil)
+			} else {
+				// The input failed (a download broke): the tool must not finish on part
+				// of it, so the connection ends and the server kills the tool.
+				conn.Close()
+			}
+			stdinDone <- err
+		}()
+	} else {
+		stdinDone <- nil
+	}
+	rss, err := c.relay(conn, t)
+	conn.Close()
+	stdinErr := <-stdinDone
+	switch {
+	case ctx.Err() != nil:
+		return rss, ctx.Err()
+	case err != nil && stdinErr != nil && !errors.Is(stdinErr, net.ErrClosed):
+		return rss, fmt.Errorf("standard input of %s: %w", t.Name, stdinErr)
+	}
+	return rss, err
+}
+
+// relay copies the server's frames to the tool's writers until the exit frame.
+func (c Client) relay(conn net.Conn, t Tool) (int64, error) {
+	r := bufio.NewReaderSize(conn, 64<<10)
+	for {
+		typ, p, err := readFrame(r)
+		if err != nil {
+			return 0, fmt.Errorf("connection to the toolbox container: %w", err)
+		}
+		var w io.Writer
+		switch typ {
+		case frameStdout:
+			w = t.Stdout
+		case frameStderr:
+			w = t.Stderr
+		case frameExit:
+			var e exit
+			if err := json.Unmarshal(p, &e); err != nil {
+				return 0, fmt.Errorf("exit of %s: %w", t.Name, err)
+			}
+			if e.Error != "" {
+				return e.MaxRSS, errors.New(e.Error)
+			}
+			return e.MaxRSS, nil
+		}
+		if w != nil {
+			if _, err := w.Write(p); err != nil {
+				return 0, err
+			}
+		}
+	}
+}

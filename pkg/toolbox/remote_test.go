@@ -1,0 +1,158 @@
+package toolbox_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/toolbox"
+)
+
+// serve starts a toolbox server allowing the given tools and returns its client.
+func serve(t *testing.T, allowed ...string) toolbox.Client {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "toolbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "t.sock")
+	l, err := toolbox.Listen(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v, %v", fi.Mode().Perm(), err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&toolbox.Server{Allowed: allowed}).Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		os.RemoveAll(dir)
+	})
+	return toolbox.Client{Socket: sock}
+}
+
+// Standard input, output and error cross the socket whole, in both directions at once, and
+// the peak memory of the tool comes back.
+func TestClientStreamsLikeALocalRun(t *testing.T) {
+	c := serve(t, "sh")
+	in := make([]byte, 8<<20)
+	if _, err := rand.Read(in); err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]toolbox.Runner{"local": toolbox.Local{}, "toolbox": c} {
+		var out, errOut bytes.Buffer
+		rss, err := r.Run(context.Background(), toolbox.Tool{Name: "sh", Args: []string{"-c", "echo started >&2; cat; echo done >&2"},
+			Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errOut})
+		if err != nil || !bytes.Equal(out.Bytes(), in) || errOut.String() != "started\ndone\n" || rss == 0 {
+			t.Errorf("%s: %d of %d bytes back, stderr %q, rss %d, %v", name, out.Len(), len(in), errOut.String(), rss, err)
+		}
+	}
+}
+
+func TestFailuresAreErrors(t *testing.T) {
+	c := serve(t, "sh")
+	ctx := context.Background()
+	var errOut bytes.Buffer
+	_, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: []string{"-c", "echo oops >&2; exit 3"}, Stderr: &errOut})
+	if err == nil || err.Error() != "exit status 3" || errOut.String() != "oops\n" {
+		t.Errorf("failing tool: %v, stderr %q", err, errOut.String())
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	_, err = c.Run(ctx, toolbox.Tool{Name: "touch", Args: []string{marker}})
+	if err == nil || !strings.Contains(err.Error(), `"touch" is not allowed`) {
+		t.Errorf("a tool off the list: %v", err)
+	}
+	if _, statErr := os.Stat(marker); statErr == nil {
+		t.Error("a tool off the list ran")
+	}
+	_, err = (toolbox.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}).Run(ctx, toolbox.Tool{Name: "sh"})
+	if err == nil || !strings.Contains(err.Error(), "reach the toolbox container") {
+		t.Errorf("no server: %v", err)
+	}
+}
+
+// waitGone waits until the process whose pid sh wrote to file has exited.
+func waitGone(t *testing.T, file string) {
+	t.Helper()
+	var pid int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(file)
+		if p, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			pid = p
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool never started")
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); syscall.Kill(pid, 0) == nil; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("tool %d still runs", pid)
+		}
+	}
+}
+
+// A caller that gives up (cancelled, its output refused, its input broken) kills the tool in
+// the toolbox, and the tool's half-read input never counts as success.
+func TestAbandonedToolsAreKilled(t *testing.T) {
+	c := serve(t, "sh")
+	dir := t.TempDir()
+	script := func(pidFile, rest string) []string { return []string{"-c", "echo $$ > " + pidFile + "; exec " + rest} }
+
+	ctx, cancel := context.WithCancel(context.Background())
+	pid := filepath.Join(dir, "cancelled")
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	if _, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: script(pid, "sleep 60")}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	waitGone(t, pid)
+
+	pid = filepath.Join(dir, "refused")
+	refused := errors.New("disk full")
+	if _, err := c.Run(context.Background(), toolbox.Tool{Name: "sh", Args: script(pid, "yes"), Stdout: failingWriter{refused}}); !errors.Is(err, refused) {
+		t.Errorf("output refused: %v", err)
+	}
+	waitGone(t, pid)
+
+	pid = filepath.Join(dir, "broken")
+	broken := errors.New("connection reset by the object store")
+	in := io.MultiReader(strings.NewReader("part of it\n"), failingReader{broken, pid})
+	_, err := c.Run(context.Background(), toolbox.Tool{Name: "sh", Args: script(pid, "cat"), Stdin: in})
+	if err == nil || !strings.Contains(err.Error(), broken.Error()) {
+		t.Errorf("input broken: %v", err)
+	}
+	waitGone(t, pid)
+}
+
+type failingWriter struct{ err error }
+
+func (f failingWriter) Write([]byte) (int, error) { return 0, f.err }
+
+// failingReader fails once the tool wrote its pid file.
+type failingReader struct {
+	err     error
+	pidFile string
+}
+
+func (f failingReader) Read([]byte) (int, error) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(f.pidFile); err == nil {
+			break
+		}
+	}
+	return 0, f.err
+}
