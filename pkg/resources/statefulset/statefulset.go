@@ -297,12 +297,7 @@ func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 		},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeData, MountPath: MountData},
-			{Name: VolumeRun, MountPath: MountRun},
-			{Name: VolumeTmp, MountPath: "/tmp"},
-			credentialsMount(),
-		},
+		VolumeMounts: append(toolMounts(), credentialsMount()),
 		// Readiness is the agent's verdict: mysqld answers and plays its role correctly.
 		ReadinessProbe:  &corev1.Probe{ProbeHandler: get("/readyz"), PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 2},
 		LivenessProbe:   &corev1.Probe{ProbeHandler: get("/healthz"), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
@@ -323,13 +318,18 @@ func toolboxContainer(p Params) corev1.Container {
 			// A physical backup's prepare step sizes its buffer pool at 100 MiB by default.
 			Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
 		},
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: VolumeData, MountPath: MountData},
-			{Name: VolumeRun, MountPath: MountRun},
-			{Name: VolumeTmp, MountPath: "/tmp"},
-			{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true},
-		},
+		VolumeMounts:    append(toolMounts(), corev1.VolumeMount{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true}),
 		SecurityContext: containerSecurityContext(),
+	}
+}
+
+// toolMounts are the agent's and the toolbox's shared paths: a tool run in the toolbox sees
+// the files the agent names (datadir, staging, option files) where the agent sees them.
+func toolMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: VolumeData, MountPath: MountData},
+		{Name: VolumeRun, MountPath: MountRun},
+		{Name: VolumeTmp, MountPath: "/tmp"},
 	}
 }
 
