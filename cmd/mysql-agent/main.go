@@ -1,8 +1,10 @@
 // Command mysql-agent runs in every MySQL pod. Subcommands:
 //
 //	install   copy this binary into a shared volume (first init container, agent image)
-//	init      render the member's my.cnf, initialise an empty datadir with the flavor's own
-//	          tool and create the internal accounts (second init container, server image)
+//	init      render the member's my.cnf, put a committed physical restore in place, and fill
+//	          an empty datadir: a copy of a peer when the cluster holds data (MariaDB), else
+//	          the flavor's own tool and the internal accounts (second init container, server
+//	          image)
 //	serve     probes, the operator's status API and metrics, beside the server
 //	toolbox   run backup tools for serve on a unix socket (in the server image, whose tools
 //	          match the server's version)
@@ -119,12 +121,21 @@ func initCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&o.PodName, "pod-name", o.PodName, "pod name (default $POD_NAME, from the downward API)")
 	fs.StringVar(&o.User, "user", "", "--user for the server tools (only when running as root)")
 	fs.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "limit for creating the internal accounts")
+	peerService := fs.String("peer-service", "", "headless service naming the members: an empty datadir is seeded from a peer's agent when the cluster holds data")
+	agentPort := fs.Int("agent-port", 9080, "port of the peers' agents")
 	_ = fs.Parse(args)
 	switch mysql.Flavor(*flavor) {
 	case mysql.MySQL, mysql.MariaDB:
 		o.Flavor = mysql.Flavor(*flavor)
 	default:
 		return fmt.Errorf("unknown --flavor %q", *flavor)
+	}
+	if *peerService != "" {
+		peers, err := agent.PeerAddresses(ctx, o.PodName, *peerService, *agentPort)
+		if err != nil {
+			return err
+		}
+		o.Peers = peers
 	}
 	return agent.Init(ctx, o)
 }

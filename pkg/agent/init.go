@@ -1,7 +1,7 @@
 // Package agent is the per-pod side of the operator. Init prepares a member before its server
-// starts: it renders the member's configuration, initialises an empty data directory with the
-// flavor's own tool, and creates the internal accounts with passwords read from the mounted
-// credentials Secret. Passwords reach the server only over its local socket as statement
+// starts: it renders the member's configuration, and fills an empty data directory either with
+// a copy of a peer (seed.go) or with the flavor's own tool and the internal accounts, whose
+// passwords are read from the mounted credentials Secret. Passwords reach the server only over its local socket as statement
 // arguments: never in an environment variable, a command line or a log line.
 package agent
 
@@ -45,6 +45,9 @@ type InitOptions struct {
 	User string
 	// Timeout bounds the temporary server used to create the accounts.
 	Timeout time.Duration
+	// Peers are the agent addresses (host:port) of the other members: an empty datadir is
+	// seeded from one of them when they hold data (seed.go; MariaDB only).
+	Peers []string
 }
 
 // Ordinal returns the StatefulSet ordinal at the end of a pod name.
@@ -61,8 +64,9 @@ func Ordinal(podName string) (int, error) {
 }
 
 // Init prepares the member. It is idempotent: the configuration is rendered every time, a
-// committed physical restore is put in place of the datadir (restore.go), and an initialised
-// data directory is otherwise left alone.
+// committed physical restore is put in place of the datadir (restore.go), an initialised
+// data directory is otherwise left alone, and an empty one is seeded from a peer when the
+// cluster holds data (seed.go) or initialised empty.
 func Init(ctx context.Context, o InitOptions) error {
 	logger := klog.FromContext(ctx)
 	ord, err := Ordinal(o.PodName)
@@ -80,6 +84,9 @@ func Init(ctx context.Context, o InitOptions) error {
 	if initialised(o.DataDir) {
 		logger.Info("Data directory already initialised", "datadir", o.DataDir, "serverID", serverID)
 		return nil
+	}
+	if seeded, err := seedFromPeers(ctx, o, cnf); err != nil || seeded {
+		return err
 	}
 	creds, err := readCredentials(o.CredentialsDir)
 	if err != nil {

@@ -57,6 +57,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/restores/{id}", s.getRestore)
 	mux.HandleFunc("POST /api/v1/restores/{id}/commit", s.commitRestore)
 	mux.HandleFunc("DELETE /api/v1/restores/{id}", s.discardRestore)
+	mux.HandleFunc("GET /api/v1/seed", s.seed)
 	return mux
 }
 

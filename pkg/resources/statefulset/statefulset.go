@@ -235,6 +235,8 @@ func initContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			"--conf-dir=" + MountConf,
 			"--datadir=" + configmap.DataDir,
 			"--credentials-dir=" + MountCredentials,
+			"--peer-service=" + resources.HeadlessServiceName(c),
+			fmt.Sprintf("--agent-port=%d", resources.PortAgent),
 		},
 		Env:             podEnv(),
 		VolumeMounts:    append(serverMounts(), corev1.VolumeMount{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true}, credentialsMount()),

@@ -1,0 +1,122 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
+)
+
+// A member that starts empty in a cluster whose primary's binary logs no longer reach back to
+// the beginning (as after a physical restore) is seeded by init with a physical copy of a
+// peer, on real servers: a donor that fails leaves nothing behind; then the member starts on
+// the donor's data at the donor's GTID position, with this cluster's accounts, and replicates
+// what the donor writes afterwards.
+func TestSeedFromPeerOnMariaDB(t *testing.T) {
+	ctx := context.Background()
+	cr := maps.Clone(creds)
+	cr[agent.FileAgentToken] = "token"
+	donor := runMember(t, "db-0", cr)
+	op := donor.op(t)
+	for _, q := range []string{mysql.MariaDB.SetReadOnly(false), "CREATE DATABASE shop", "CREATE TABLE shop.t (id INT PRIMARY KEY, v TEXT)",
+		"INSERT INTO shop.t VALUES (1, 'one'), (2, 'two')", "FLUSH BINARY LOGS", "PURGE BINARY LOGS BEFORE NOW()"} {
+		if _, err := op.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	want := checksumOf(t, op)
+	var copied string
+	if err := op.QueryRow("SELECT @@gtid_binlog_pos").Scan(&copied); err != nil {
+		t.Fatal(err)
+	}
+
+	m := newMember(t, cr)
+	m.opts.PodName = "db-1"
+	m.opts.Timeout = 5 * time.Second
+
+	// A donor whose copy fails once the stream began (here: its backup tool is refused by the
+	// server).
+	srv := agent.NewServer(&mysql.Instance{DB: op, Flavor: mysql.MariaDB}, "token")
+	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: mysql.MariaDB, Socket: donor.sock, DataDir: donor.opts.DataDir,
+		User: mysql.OperatorUser, Password: "not-the-password", TmpDir: t.TempDir()})
+	failing := httptest.NewServer(srv.Handler())
+	defer failing.Close()
+	m.opts.Peers = []string{strings.TrimPrefix(failing.URL, "http://")}
+	if err := agent.Init(ctx, m.opts); err == nil || !strings.Contains(err.Error(), "the donor failed") {
+		t.Fatalf("init with a failing donor: %v", err)
+	}
+	if _, err := os.Stat(m.opts.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a failed seed left a datadir: %v", err)
+	}
+
+	// The donor's agent, and one address where nothing answers.
+	m.opts.Peers = []string{"127.0.0.1:1", strings.TrimPrefix(donor.client.BaseURL, "http://")}
+	if err := agent.Init(ctx, m.opts); err != nil {
+		t.Fatalf("init: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(m.opts.DataDir), "restore")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("staging left behind: %v", err)
+	}
+	m.start(t)
+	db := m.conn(t, mysql.OperatorUser, cr[agent.FileOperatorPassword])
+	if got := checksumOf(t, db); got != want {
+		t.Fatalf("seeded checksum %d, donor %d", got, want)
+	}
+	if got := gtidState(t, db); got != copied+" "+copied {
+		t.Errorf("GTID binlog and replica positions %q, want the donor's %s", got, copied)
+	}
+
+	// It replicates from the donor from that position on, though the donor's binary logs no
+	// longer hold the transactions before it.
+	in := &mysql.Instance{DB: db, Flavor: mysql.MariaDB}
+	if err := in.Exec(ctx, mysql.MariaDB.ChangeSource(mysql.Source{Host: "127.0.0.1", Port: donor.port, User: mysql.ReplicationUser,
+		Password: cr[agent.FileReplicationPassword], ConnectRetry: 1}), mysql.Statement{Query: mysql.MariaDB.StartReplica()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.Exec("INSERT INTO shop.t VALUES (3, 'after the copy')"); err != nil {
+		t.Fatal(err)
+	}
+	want = checksumOf(t, op)
+	for deadline := time.Now().Add(20 * time.Second); checksumOf(t, db) != want; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			st, _ := in.Status(ctx)
+			t.Fatalf("the seeded member never caught up; replica status %+v", st.Replica)
+		}
+	}
+}
+
+// With no peer holding data (a new cluster: no transaction in any GTID position), init
+// initialises an empty datadir rather than copying a peer.
+func TestNoSeedInANewClusterOnMariaDB(t *testing.T) {
+	cr := maps.Clone(creds)
+	cr[agent.FileAgentToken] = "token"
+	peer := runMember(t, "db-0", cr)
+	// A table written outside the binary log: a copy would bring it along.
+	db := peer.op(t)
+	db.SetMaxOpenConns(1)
+	for _, q := range []string{"SET SESSION sql_log_bin = 0", mysql.MariaDB.SetReadOnly(false), "CREATE DATABASE unlogged"} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newMember(t, cr)
+	m.opts.PodName = "db-1"
+	m.opts.Peers = []string{strings.TrimPrefix(peer.client.BaseURL, "http://")}
+	if err := agent.Init(context.Background(), m.opts); err != nil {
+		t.Fatal(err)
+	}
+	m.start(t)
+	var n int
+	if err := m.conn(t, mysql.OperatorUser, cr[agent.FileOperatorPassword]).QueryRow(
+		"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'unlogged'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("the member of a new cluster was copied from its peer (%d, %v)", n, err)
+	}
+}
