@@ -123,6 +123,7 @@ func initCmd(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "limit for creating the internal accounts")
 	peerService := fs.String("peer-service", "", "headless service naming the members: an empty datadir is seeded from a peer's agent when the cluster holds data")
 	agentPort := fs.Int("agent-port", 9080, "port of the peers' agents")
+	agentCert := fs.String("agent-tls-cert-file", "", "the agents' certificate (PEM): peers are called over TLS and must present it; empty calls them over plain HTTP")
 	_ = fs.Parse(args)
 	switch mysql.Flavor(*flavor) {
 	case mysql.MySQL, mysql.MariaDB:
@@ -137,6 +138,13 @@ func initCmd(ctx context.Context, args []string) error {
 		}
 		o.Peers = peers
 	}
+	if *agentCert != "" {
+		tlsConfig, err := agent.ClientTLSFromFile(*agentCert)
+		if err != nil {
+			return err
+		}
+		o.AgentTLS = tlsConfig
+	}
 	return agent.Init(ctx, o)
 }
 
@@ -150,6 +158,8 @@ func serve(ctx context.Context, args []string) error {
 	dataDir := fs.String("datadir", "/var/lib/mysql/data", "the server's data directory (physical backups read it)")
 	tmpDir := fs.String("tmpdir", os.TempDir(), "scratch directory for backups (the toolbox container must mount it too)")
 	toolboxSocket := fs.String("toolbox-socket", "", "socket of the toolbox container that runs the backup tools; empty runs them here")
+	certFile := fs.String("tls-cert-file", "", "serving certificate of the API (PEM); empty serves plain HTTP")
+	keyFile := fs.String("tls-key-file", "", "private key of the serving certificate (PEM)")
 	_ = fs.Parse(args)
 	f := mysql.Flavor(*flavor)
 	if f != mysql.MySQL && f != mysql.MariaDB {
@@ -175,14 +185,26 @@ func serve(ctx context.Context, args []string) error {
 	}
 	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: f, Socket: *socket, DataDir: *dataDir,
 		User: mysql.OperatorUser, Password: password, TmpDir: *tmpDir, Tools: tools})
-	servers := []*http.Server{
-		{Addr: *listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second},
-		{Addr: *metricsListen, Handler: srv.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second},
+	api := &http.Server{Addr: *listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	if *certFile != "" {
+		// The API carries storage credentials and datadir copies: over TLS, with the
+		// cluster's certificate, which the operator and the peers pin.
+		if api.TLSConfig, err = agent.ServerTLS(*certFile, *keyFile); err != nil {
+			return err
+		}
 	}
+	// Metrics carry no secret and are scraped without the cluster's certificate.
+	metrics := &http.Server{Addr: *metricsListen, Handler: srv.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	servers := []*http.Server{api, metrics}
 	errc := make(chan error, len(servers))
-	for _, s := range servers {
-		go func() { errc <- s.ListenAndServe() }()
-	}
+	go func() {
+		if api.TLSConfig != nil {
+			errc <- api.ListenAndServeTLS("", "")
+		} else {
+			errc <- api.ListenAndServe()
+		}
+	}()
+	go func() { errc <- metrics.ListenAndServe() }()
 	klog.InfoS("Serving", "listen", *listen, "metrics", *metricsListen)
 	select {
 	case <-ctx.Done():

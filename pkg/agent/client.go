@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,12 +15,20 @@ import (
 
 // Client calls an agent's API for the operator.
 type Client struct {
-	// BaseURL is http://host:port of the agent.
+	// BaseURL is https://host:port of the agent (http:// in tests of the API alone).
 	BaseURL string
 	// Token is the cluster's agent token.
 	Token string
-	// HTTP is the client to use; nil means one with a 10 s timeout.
+	// TLS is the client's TLS configuration (ClientTLS); nil for plain HTTP.
+	TLS *tls.Config
+	// HTTP is the client to use; nil means HTTPClient(TLS, 10 s).
 	HTTP *http.Client
+}
+
+// HTTPClient returns an HTTP client of agents with tlsConfig (nil: plain HTTP) and timeout (0:
+// none). It keeps no idle connection: agent calls are few and far between.
+func HTTPClient(tlsConfig *tls.Config, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true}}
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body any, out any) (int, error) {
@@ -39,7 +48,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	req.Header.Set("Content-Type", "application/json")
 	hc := c.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
+		hc = HTTPClient(c.TLS, 10*time.Second)
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

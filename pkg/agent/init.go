@@ -7,6 +7,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -48,6 +49,8 @@ type InitOptions struct {
 	// Peers are the agent addresses (host:port) of the other members: an empty datadir is
 	// seeded from one of them when they hold data (seed.go; MariaDB only).
 	Peers []string
+	// AgentTLS is the TLS configuration for the peers' agents (ClientTLS); nil for plain HTTP.
+	AgentTLS *tls.Config
 }
 
 // Ordinal returns the StatefulSet ordinal at the end of a pod name.

@@ -95,6 +95,14 @@ func PeerAddresses(ctx context.Context, podName, service string, port int) ([]st
 	return out, nil
 }
 
+// agentURL is the base URL of the agent at addr (host:port).
+func (o InitOptions) agentURL(addr string) string {
+	if o.AgentTLS != nil {
+		return "https://" + addr
+	}
+	return "http://" + addr
+}
+
 // peer is what a peer's agent said about its server.
 type peer struct {
 	Addr string
@@ -157,7 +165,7 @@ func seedFromPeers(ctx context.Context, o InitOptions, cnf string) (bool, error)
 	for {
 		peers := make([]peer, len(o.Peers))
 		for i, addr := range o.Peers {
-			c := &Client{BaseURL: "http://" + addr, Token: token, HTTP: &http.Client{Timeout: 3 * time.Second}}
+			c := &Client{BaseURL: o.agentURL(addr), Token: token, HTTP: HTTPClient(o.AgentTLS, 3*time.Second)}
 			var st StatusJSON
 			code, err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &st)
 			peers[i] = peer{Addr: addr, Answered: code != 0}
@@ -211,12 +219,12 @@ func copyPeer(ctx context.Context, o InitOptions, donor, token string) (string, 
 	if err := os.MkdirAll(data, 0o750); err != nil {
 		return "", fmt.Errorf("create the staging directory: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+donor+"/api/v1/seed", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.agentURL(donor)+"/api/v1/seed", nil)
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := HTTPClient(o.AgentTLS, 0).Do(req)
 	if err != nil {
 		return "", fmt.Errorf("ask for a copy: %w", err)
 	}

@@ -82,6 +82,10 @@ const (
 	SecretKeyReplicationPassword = "replication-password"
 	SecretKeyOperatorPassword    = "operator-password"
 	SecretKeyAgentToken          = "agent-token"
+	// SecretKeyAgentTLSCert and SecretKeyAgentTLSKey are the agents' self-signed serving
+	// certificate and its key (PEM); clients pin the certificate.
+	SecretKeyAgentTLSCert = "agent-tls.crt"
+	SecretKeyAgentTLSKey  = "agent-tls.key"
 )
 
 // Names of a cluster's children.

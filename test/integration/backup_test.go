@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,22 +27,39 @@ import (
 	reasons "github.com/mysqlop/mysql-operator/pkg/events"
 	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/options"
+	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 	"github.com/mysqlop/mysql-operator/test/s3"
 )
 
+// testAgentTLS is the agent certificate and key tests put into clusters' credentials Secrets.
+var testAgentTLS = sync.OnceValues(func() (pair [2][]byte, err error) {
+	pair[0], pair[1], err = secret.AgentCertificate(time.Now())
+	return pair, err
+})
+
 // withAgents serves an in-process agent for each server (standing for the members' agent
-// containers) and points the operator at them.
+// containers) over TLS with the tests' agent certificate, and points the operator at them.
 func withAgents(t *testing.T, servers []*mariadb.Server) func(*options.Options) {
 	t.Helper()
+	pair, err := testAgentTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(pair[0], pair[1])
+	if err != nil {
+		t.Fatal(err)
+	}
 	agents := make([]string, len(servers))
 	for i, s := range servers {
 		srv := agent.NewServer(s.Admin(), testAgentToken)
 		srv.EnableBackups(context.Background(), agent.BackupConfig{Flavor: mysqlsql.MariaDB, Socket: s.Socket, DataDir: filepath.Join(s.Dir, "data"),
 			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: mariadb.Toolbox(t)})
-		h := httptest.NewServer(srv.Handler())
+		h := httptest.NewUnstartedServer(srv.Handler())
+		h.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		h.StartTLS()
 		t.Cleanup(h.Close)
-		agents[i] = strings.TrimPrefix(h.URL, "http://")
+		agents[i] = strings.TrimPrefix(h.URL, "https://")
 	}
 	return func(o *options.Options) {
 		o.AgentAddress = func(_, _, pod string) (string, int) {

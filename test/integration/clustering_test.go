@@ -133,6 +133,11 @@ func clusterOn(t *testing.T, servers []*mariadb.Server, mutate ...func(*options.
 		s.Data[resources.SecretKeyOperatorPassword] = []byte(mariadb.AdminPassword)
 		s.Data[resources.SecretKeyReplicationPassword] = []byte(mariadb.ReplPassword)
 		s.Data[resources.SecretKeyAgentToken] = []byte(testAgentToken)
+		pair, err := testAgentTLS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Data[resources.SecretKeyAgentTLSCert], s.Data[resources.SecretKeyAgentTLSKey] = pair[0], pair[1]
 		_, err = cp.Kube.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
 		return err == nil, nil
 	})

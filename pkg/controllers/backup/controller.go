@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -367,15 +368,19 @@ func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.M
 	return cfg, nil
 }
 
-// AgentClient returns a client of member's agent, with the cluster's agent token from the
-// operator's cache of its own Secrets.
+// AgentClient returns a client of member's agent, with the cluster's agent token and agent
+// certificate (pinned: the agent must present it) from the operator's cache of its own Secrets.
 func AgentClient(secrets corelisters.SecretLister, resolve resources.Resolver, cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
 	sec, err := secrets.Secrets(cl.Namespace).Get(resources.CredentialsSecretName(cl))
 	if err != nil {
 		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
 	}
+	tlsConfig, err := agent.ClientTLS(sec.Data[resources.SecretKeyAgentTLSCert])
+	if err != nil {
+		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
+	}
 	host, port := resolve(cl, member)
-	return &agent.Client{BaseURL: "http://" + host + ":" + strconv.Itoa(port), Token: string(sec.Data[resources.SecretKeyAgentToken])}, nil
+	return &agent.Client{BaseURL: "https://" + net.JoinHostPort(host, strconv.Itoa(port)), Token: string(sec.Data[resources.SecretKeyAgentToken]), TLS: tlsConfig}, nil
 }
 
 // Method is b's method, logical when the spec leaves it out.

@@ -3,10 +3,16 @@ package secret
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
@@ -81,5 +87,48 @@ func (failingReader) Read([]byte) (int, error) { return 0, errors.New("no entrop
 func TestPasswordReportsRandomFailure(t *testing.T) {
 	if _, err := New(testutil.Cluster("ns", "db"), nil, "v1", failingReader{}); err == nil {
 		t.Fatal("want an error when the random source fails")
+	}
+}
+
+// The agent certificate is a valid pair for the agents' server name, generated once and kept,
+// and regenerated as a pair when either half is missing.
+func TestAgentCertificate(t *testing.T) {
+	c := testutil.Cluster("ns", "db")
+	s, err := New(c, nil, "v1", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, key := s.Data[resources.SecretKeyAgentTLSCert], s.Data[resources.SecretKeyAgentTLSKey]
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: agent.ServerName, Roots: pool}); err != nil {
+		t.Errorf("the certificate does not verify for %s: %v", agent.ServerName, err)
+	}
+	if left := time.Until(leaf.NotAfter); left < 9*365*24*time.Hour {
+		t.Errorf("the certificate expires in %v", left)
+	}
+	again, err := New(c, s.Data, "v1", rand.Reader)
+	if err != nil || !bytes.Equal(again.Data[resources.SecretKeyAgentTLSCert], cert) || !bytes.Equal(again.Data[resources.SecretKeyAgentTLSKey], key) {
+		t.Fatalf("the certificate changed on a second reconcile (%v)", err)
+	}
+	halved := maps.Clone(s.Data)
+	delete(halved, resources.SecretKeyAgentTLSKey)
+	if got := Missing(c, halved); !slices.Contains(got, resources.SecretKeyAgentTLSCert) || !slices.Contains(got, resources.SecretKeyAgentTLSKey) {
+		t.Errorf("Missing = %v with the key gone: both halves must be replaced", got)
+	}
+	renewed, err := New(c, halved, "v1", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tls.X509KeyPair(renewed.Data[resources.SecretKeyAgentTLSCert], renewed.Data[resources.SecretKeyAgentTLSKey]); err != nil {
+		t.Errorf("the renewed halves do not match: %v", err)
 	}
 }

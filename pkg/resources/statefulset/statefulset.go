@@ -237,6 +237,7 @@ func initContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			"--credentials-dir=" + MountCredentials,
 			"--peer-service=" + resources.HeadlessServiceName(c),
 			fmt.Sprintf("--agent-port=%d", resources.PortAgent),
+			"--agent-tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert,
 		},
 		Env:             podEnv(),
 		VolumeMounts:    append(serverMounts(), corev1.VolumeMount{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true}, credentialsMount()),
@@ -276,7 +277,8 @@ func serverContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 
 func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 	get := func(path string) corev1.ProbeHandler {
-		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(resources.PortNameAgent)}}
+		// The kubelet does not verify the certificate of an HTTPS probe.
+		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(resources.PortNameAgent), Scheme: corev1.URISchemeHTTPS}}
 	}
 	return corev1.Container{
 		Name:  resources.ContainerAgent,
@@ -289,6 +291,8 @@ func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			"--socket=" + configmap.SocketPath,
 			"--credentials-dir=" + MountCredentials,
 			"--toolbox-socket=" + ToolboxSocket,
+			"--tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert,
+			"--tls-key-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSKey,
 		},
 		Env: podEnv(),
 		Ports: []corev1.ContainerPort{

@@ -58,6 +58,17 @@ func TestShape(t *testing.T) {
 	if tb.Image != "mariadb:10.11.6" || !slices.Contains(tb.Command, "--socket="+ToolboxSocket) || !slices.Contains(agent.Command, "--toolbox-socket="+ToolboxSocket) {
 		t.Errorf("toolbox %q %v, agent %v", tb.Image, tb.Command, agent.Command)
 	}
+	// The agent API is served over TLS with the Secret's pair, probed over HTTPS, and init
+	// calls the peers' agents pinning the same certificate.
+	certFile, keyFile := MountCredentials+"/"+resources.SecretKeyAgentTLSCert, MountCredentials+"/"+resources.SecretKeyAgentTLSKey
+	if !slices.Contains(agent.Command, "--tls-cert-file="+certFile) || !slices.Contains(agent.Command, "--tls-key-file="+keyFile) ||
+		agent.ReadinessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS || agent.LivenessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("agent TLS: command %v, probes %+v %+v", agent.Command, agent.ReadinessProbe.HTTPGet, agent.LivenessProbe.HTTPGet)
+	}
+	if in := container(t, spec, resources.ContainerInit); !slices.Contains(in.Command, "--agent-tls-cert-file="+certFile) ||
+		!slices.Contains(in.Command, "--peer-service=db-headless") {
+		t.Errorf("init command %v", in.Command)
+	}
 	for _, m := range agent.VolumeMounts {
 		if m.Name != VolumeCredentials && !slices.ContainsFunc(tb.VolumeMounts, func(o corev1.VolumeMount) bool { return o.Name == m.Name && o.MountPath == m.MountPath }) {
 			t.Errorf("the toolbox lacks the agent's mount %+v", m)
