@@ -128,8 +128,8 @@ func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx
 	if st, ok := b.jobs[id]; ok {
 		return *st, http.StatusOK, nil
 	}
-	if b.running != "" {
-		return BackupState{}, http.StatusConflict, fmt.Errorf("job %s is running", b.running)
+	if err := b.busy(); err != nil {
+		return BackupState{}, http.StatusConflict, err
 	}
 	st := &BackupState{ID: id, Phase: BackupRunning, Location: location, StartTime: time.Now().UTC()}
 	b.jobs[id] = st
@@ -161,6 +161,14 @@ func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx
 		b.running, b.cancel = "", nil
 	}()
 	return *st, http.StatusAccepted, nil
+}
+
+// busy says which job holds the agent's one job slot, nil when it is free. b.mu is held.
+func (b *backups) busy() error {
+	if b.running != "" {
+		return fmt.Errorf("job %s is running", b.running)
+	}
+	return nil
 }
 
 // backup streams a backup of the server into object of store.

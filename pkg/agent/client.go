@@ -40,9 +40,28 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		}
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, r)
+	resp, err := c.call(ctx, method, path, r)
 	if err != nil {
-		return 0, err
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		return code, err
+	}
+	defer resp.Body.Close()
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
+}
+
+// call sends an authenticated request and returns the response of a success, whose body the
+// caller closes. For an error status it returns the response (body closed) and an error with
+// the agent's message; nil and the error when nothing answered.
+func (c *Client) call(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.BaseURL, "/")+path, body)
+	if err != nil {
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	req.Header.Set("Content-Type", "application/json")
@@ -53,17 +72,14 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 	resp, err := hc.Do(req)
 	if err != nil {
 		// url.Error names the URL, never the body (which can hold storage credentials).
-		return 0, fmt.Errorf("agent %s: %w", c.BaseURL, err)
+		return nil, fmt.Errorf("agent %s: %w", c.BaseURL, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode >= 300 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return resp.StatusCode, fmt.Errorf("agent %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(msg)))
+		resp.Body.Close()
+		return resp, fmt.Errorf("agent %s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(msg)))
 	}
-	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return resp.StatusCode, nil
-	}
-	return resp.StatusCode, json.NewDecoder(resp.Body).Decode(out)
+	return resp, nil
 }
 
 // StartBackup asks the agent to start req; it returns the backup's state (also when the agent
@@ -124,9 +140,23 @@ func (c *Client) DiscardRestore(ctx context.Context, id string) error {
 
 // Status returns the member's state as its agent reads it.
 func (c *Client) Status(ctx context.Context) (*StatusJSON, error) {
+	st, _, err := c.status(ctx)
+	return st, err
+}
+
+// status is Status with the HTTP status code (0 when nothing answered).
+func (c *Client) status(ctx context.Context) (*StatusJSON, int, error) {
 	var st StatusJSON
-	if _, err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &st); err != nil {
-		return nil, err
+	code, err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &st)
+	if err != nil {
+		return nil, code, err
 	}
-	return &st, nil
+	return &st, code, nil
+}
+
+// Seed asks the agent for a physical copy of its server (GET /api/v1/seed). The caller reads
+// the body to its end, then checks the donor's failure in the trailer Mysqlop-Seed-Error, and
+// closes it.
+func (c *Client) Seed(ctx context.Context) (*http.Response, error) {
+	return c.call(ctx, http.MethodGet, "/api/v1/seed", nil)
 }

@@ -1,8 +1,9 @@
 // Package agent is the per-pod side of the operator. Init prepares a member before its server
 // starts: it renders the member's configuration, and fills an empty data directory either with
 // a copy of a peer (seed.go) or with the flavor's own tool and the internal accounts, whose
-// passwords are read from the mounted credentials Secret. Passwords reach the server only over its local socket as statement
-// arguments: never in an environment variable, a command line or a log line.
+// passwords are read from the mounted credentials Secret. Passwords reach the server only
+// over its local socket as statement arguments: never in an environment variable, a command
+// line or a log line.
 package agent
 
 import (

@@ -41,9 +41,9 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 	}
 	b := s.backups
 	b.mu.Lock()
-	if b.running != "" {
+	if err := b.busy(); err != nil {
 		b.mu.Unlock()
-		http.Error(w, fmt.Sprintf("job %s is running", b.running), http.StatusConflict)
+		http.Error(w, err.Error(), http.StatusConflict)
 		return
 	}
 	b.running = "seed"
@@ -166,12 +166,8 @@ func seedFromPeers(ctx context.Context, o InitOptions, cnf string) (bool, error)
 		peers := make([]peer, len(o.Peers))
 		for i, addr := range o.Peers {
 			c := &Client{BaseURL: o.agentURL(addr), Token: token, HTTP: HTTPClient(o.AgentTLS, 3*time.Second)}
-			var st StatusJSON
-			code, err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &st)
-			peers[i] = peer{Addr: addr, Answered: code != 0}
-			if err == nil {
-				peers[i].Status = &st
-			}
+			st, code, _ := c.status(ctx)
+			peers[i] = peer{Addr: addr, Answered: code != 0, Status: st}
 		}
 		var seed bool
 		donor, seed, err = chooseDonor(peers)
@@ -219,20 +215,13 @@ func copyPeer(ctx context.Context, o InitOptions, donor, token string) (string, 
 	if err := os.MkdirAll(data, 0o750); err != nil {
 		return "", fmt.Errorf("create the staging directory: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.agentURL(donor)+"/api/v1/seed", nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := HTTPClient(o.AgentTLS, 0).Do(req)
+	// No timeout but ctx's: the copy takes as long as the data needs.
+	c := &Client{BaseURL: o.agentURL(donor), Token: token, HTTP: HTTPClient(o.AgentTLS, 0)}
+	resp, err := c.Seed(ctx)
 	if err != nil {
 		return "", fmt.Errorf("ask for a copy: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return "", fmt.Errorf("ask for a copy: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
 	_, err = executor.Extract(ctx, nil, o.Flavor, resp.Body, data)
 	// The trailer is only known once the body was read to its end.
 	_, _ = io.Copy(io.Discard, resp.Body)
