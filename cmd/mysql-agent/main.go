@@ -178,7 +178,9 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
-	srv := agent.NewServer(&mysql.Instance{DB: db, Flavor: f}, token)
+	in := &mysql.Instance{DB: db, Flavor: f}
+	go agent.DropInstallerAccounts(ctx, in, 2*time.Second)
+	srv := agent.NewServer(in, token)
 	var tools toolbox.Runner
 	if *toolboxSocket != "" {
 		tools = toolbox.Client{Socket: *toolboxSocket}

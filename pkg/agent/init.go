@@ -193,16 +193,18 @@ func installDataDir(ctx context.Context, o InitOptions, cnf string) error {
 	return nil
 }
 
-// createAccounts starts the server without networking, sets the root password and creates the
-// operator and replication accounts, with binary logging off for the session (so that these
-// are not transactions replicas replay), then shuts the server down.
+// createAccounts starts the server without networking, sets the root password, creates the
+// operator and replication accounts and drops the installer's other accounts (root on hosts
+// other than localhost, without a password), with binary logging off for the session (so that
+// these are not transactions replicas replay), then shuts the server down.
 func createAccounts(ctx context.Context, o InitOptions, cnf string, c credentials) error {
 	return withTempServer(ctx, o, cnf, o.DataDir, nil, func(srv *tempServer) error {
 		err := srv.in.Exec(srv.ctx, append([]mysql.Statement{{Query: "SET SESSION sql_log_bin = 0"}}, accountStatements(c)...)...)
 		if err != nil {
 			return fmt.Errorf("create internal accounts: %w", err)
 		}
-		return nil
+		_, err = srv.in.DropInstallerAccounts(srv.ctx)
+		return err
 	})
 }
 

@@ -156,6 +156,11 @@ func TestInitOnMariaDB(t *testing.T) {
 	if pos != "" {
 		t.Errorf("internal accounts were binary-logged (gtid_binlog_pos %q): replicas would replay them", pos)
 	}
+	// Only the accounts init creates on purpose, and the server's own locked definer account:
+	// mariadb-install-db's passwordless root@127.0.0.1, root@::1 and root@<hostname> are gone.
+	if got, want := accounts(t, op), "mariadb.sys@localhost mysqlop@% repl@% root@localhost"; got != want {
+		t.Errorf("accounts after init: %s, want %s", got, want)
+	}
 	if g := grants(t, op, mysql.OperatorUser); !strings.Contains(g, "ALL PRIVILEGES ON *.*") {
 		t.Errorf("operator grants: %s", g)
 	}
@@ -229,4 +234,82 @@ func grants(t *testing.T, db *sql.DB, user string) string {
 		all = append(all, g)
 	}
 	return strings.Join(all, "\n")
+}
+
+// accounts lists every account and role on the server (MariaDB's mysql.global_priv), sorted.
+func accounts(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	rows, err := db.Query("SELECT CONCAT(User, '@', Host) FROM mysql.global_priv ORDER BY 1")
+	if err != nil {
+		t.Fatalf("list accounts: %v", err)
+	}
+	defer rows.Close()
+	var all []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, a)
+	}
+	return strings.Join(all, " ")
+}
+
+// plantInstallerAccount adds, without binary logging, the passwordless root@127.0.0.1 that
+// mariadb-install-db creates and that datadirs initialised by earlier operator versions hold.
+func plantInstallerAccount(t *testing.T, db *sql.DB) {
+	t.Helper()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, q := range []string{"SET SESSION sql_log_bin = 0", "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1'", "GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION",
+		"SET SESSION sql_log_bin = 1"} { // the connection goes back to the pool
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// A running server whose datadir still holds the installer's accounts loses them once the
+// agent's DropInstallerAccounts runs (serve starts it); the accounts init made stay.
+func TestDropInstallerAccountsOnMariaDB(t *testing.T) {
+	m := newMember(t, creds)
+	if err := agent.Init(context.Background(), m.opts); err != nil {
+		t.Fatal(err)
+	}
+	m.start(t)
+	op := m.conn(t, mysql.OperatorUser, creds[agent.FileOperatorPassword])
+	op.SetMaxOpenConns(1) // one connection: what the drop sets on it, the next statement sees
+	plantInstallerAccount(t, op)
+	if err := m.conn(t, "root", "").Ping(); err == nil {
+		t.Log("root@127.0.0.1 without a password logs in, as planted")
+	} else {
+		t.Fatalf("the planted account does not log in: %v", err)
+	}
+	var before string
+	_ = op.QueryRow("SELECT @@gtid_binlog_pos").Scan(&before)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	agent.DropInstallerAccounts(ctx, &mysql.Instance{DB: op, Flavor: mysql.MariaDB}, 100*time.Millisecond)
+	if got, want := accounts(t, op), "mariadb.sys@localhost mysqlop@% repl@% root@localhost"; got != want {
+		t.Errorf("accounts: %s, want %s", got, want)
+	}
+	if err := m.conn(t, "root", "").Ping(); err == nil {
+		t.Error("root without a password still logs in over TCP")
+	}
+	var after string
+	_ = op.QueryRow("SELECT @@gtid_binlog_pos").Scan(&after)
+	if after != before {
+		t.Errorf("dropping was binary-logged (%q -> %q): replicas would hold a transaction of their own", before, after)
+	}
+	// The pool's one connection turned binary logging off for the drop: later writes on it are
+	// logged again.
+	if _, err := op.Exec("CREATE DATABASE logged"); err != nil {
+		t.Fatal(err)
+	}
+	if _ = op.QueryRow("SELECT @@gtid_binlog_pos").Scan(&after); after == before {
+		t.Error("a write after DropInstallerAccounts on the same pooled connection was not binary-logged")
+	}
 }

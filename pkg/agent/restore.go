@@ -358,8 +358,9 @@ func ApplyStagedRestore(ctx context.Context, o InitOptions, cnf string) error {
 
 // resetRestored prepares a restored datadir to run as this member: the grant tables are
 // bypassed (the root password in them is the source cluster's) and reloaded, the internal
-// accounts get this cluster's passwords, replication from the source is forgotten and the
-// binary logs and GTID state start at the backup's position. Nothing is binary-logged.
+// accounts get this cluster's passwords, the installer's leftover accounts are dropped,
+// replication from the source is forgotten and the binary logs and GTID state start at the
+// backup's position. Nothing is binary-logged.
 func resetRestored(ctx context.Context, o InitOptions, cnf, dataDir, gtid string, c credentials) error {
 	return withTempServer(ctx, o, cnf, dataDir, []string{"--skip-grant-tables"}, func(srv *tempServer) error {
 		var version string
@@ -374,6 +375,9 @@ func resetRestored(ctx context.Context, o InitOptions, cnf, dataDir, gtid string
 		if err := srv.in.Exec(srv.ctx, stmts...); err != nil {
 			return fmt.Errorf("reset the restored server: %w", err)
 		}
-		return nil
+		// A datadir initialised before init dropped them still holds the installer's
+		// passwordless root accounts: they must not come along.
+		_, err := srv.in.DropInstallerAccounts(srv.ctx)
+		return err
 	})
 }

@@ -116,6 +116,8 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A source initialised by an earlier version still holds the installer's root account.
+	plantInstallerAccount(t, source.op(t))
 	want := checksumOf(t, source.op(t))
 	cfg := gw.Config("p")
 	store := agent.StorageConfig{Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
@@ -229,6 +231,9 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	defer rootDB.Close()
 	if err := rootDB.Ping(); err != nil {
 		t.Errorf("root with this cluster's password: %v", err)
+	}
+	if got := accounts(t, db); strings.Contains(got, "root@127.0.0.1") {
+		t.Errorf("the source's passwordless root account came along: %s", got)
 	}
 	var replicas int
 	rows, err := db.Query("SHOW ALL SLAVES STATUS")

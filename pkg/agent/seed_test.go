@@ -32,6 +32,7 @@ func TestSeedFromPeerOnMariaDB(t *testing.T) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+	plantInstallerAccount(t, op)
 	want := checksumOf(t, op)
 	var copied string
 	if err := op.QueryRow("SELECT @@gtid_binlog_pos").Scan(&copied); err != nil {
@@ -69,6 +70,9 @@ func TestSeedFromPeerOnMariaDB(t *testing.T) {
 	db := m.conn(t, mysql.OperatorUser, cr[agent.FileOperatorPassword])
 	if got := checksumOf(t, db); got != want {
 		t.Fatalf("seeded checksum %d, donor %d", got, want)
+	}
+	if got, want := accounts(t, db), "mariadb.sys@localhost mysqlop@% repl@% root@localhost"; got != want {
+		t.Errorf("accounts after seeding: %s, want %s (the donor's passwordless root@127.0.0.1 must not come along)", got, want)
 	}
 	if got := gtidState(t, db); got != copied+" "+copied {
 		t.Errorf("GTID binlog and replica positions %q, want the donor's %s", got, copied)

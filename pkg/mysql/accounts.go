@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1" //nolint:gosec // mysql_native_password is defined as SHA1(SHA1(password)).
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Account is a user@host account.
@@ -391,4 +393,58 @@ func (in *Instance) Writable(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("read read_only: %w", err)
 	}
 	return !ro && !superRO, nil
+}
+
+// installerAccountsQuery lists the accounts the flavors' datadir initialisers create that the
+// operator never wants: root on any host but localhost (MariaDB's mariadb-install-db adds
+// root@127.0.0.1, root@::1 and root@<hostname>, all without a password) and anonymous
+// accounts. root@localhost stays: init gives it the cluster's root password.
+const installerAccountsQuery = "SELECT User, Host FROM mysql.user WHERE (User = 'root' AND Host <> 'localhost') OR User = ''"
+
+// DropInstallerAccounts drops the installers' accounts (installerAccountsQuery) on this
+// server alone, without binary logging (each member does it for itself, so replicas record no
+// transaction of their own), and returns what it dropped.
+func (in *Instance) DropInstallerAccounts(ctx context.Context) ([]Account, error) {
+	conn, err := in.DB.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "SET SESSION sql_log_bin = 0"); err != nil {
+		return nil, fmt.Errorf("drop installer accounts: %w", err)
+	}
+	defer restoreBinlog(conn)
+	rows, err := conn.QueryContext(ctx, installerAccountsQuery)
+	if err != nil {
+		return nil, fmt.Errorf("list installer accounts: %w", err)
+	}
+	var found []Account
+	for rows.Next() {
+		var a Account
+		if err := rows.Scan(&a.User, &a.Host); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("list installer accounts: %w", err)
+		}
+		found = append(found, a)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, fmt.Errorf("list installer accounts: %w", err)
+	}
+	for i, a := range found {
+		s := DropAccount(a)
+		if _, err := conn.ExecContext(ctx, s.Query, s.Args...); err != nil {
+			return found[:i], fmt.Errorf("drop installer account %s: %w", a, err)
+		}
+	}
+	return found, nil
+}
+
+// restoreBinlog turns binary logging back on for a pooled connection that turned it off, or
+// discards the connection when that fails: a later statement on it must never go unlogged.
+func restoreBinlog(conn *sql.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(ctx, "SET SESSION sql_log_bin = 1"); err != nil {
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
 }
