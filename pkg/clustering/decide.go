@@ -343,9 +343,10 @@ func containsAll(set mysql.GTIDSet, instances []Instance) bool {
 
 // decideFailover picks the replica that received the most. With loss-less semi-sync every
 // acknowledged transaction reached at least one replica, so the candidate must hold everything
-// any reachable replica received from the primary, errant replicas included (their own local
-// transactions aside: those are what makes them errant). Errant replicas are never candidates.
-// If no candidate holds it all, promoting any would lose acknowledged writes: the cluster is Lost.
+// any reachable replica received from the primary, ineligible ones included (their own
+// executed transactions aside: an errant replica's or a former primary's may be writes no
+// replica acknowledged). Only eligible instances are candidates (promotable). If no candidate
+// holds it all, promoting any would lose acknowledged writes: the cluster is Lost.
 func decideFailover(spec Spec, instances []Instance, d Decision) Decision {
 	var need mysql.GTIDSet
 	var candidates []Instance
@@ -353,14 +354,14 @@ func decideFailover(spec Spec, instances []Instance, d Decision) Decision {
 		if in.Index == spec.Primary || !reachable(in) {
 			continue
 		}
-		errant := slices.Contains(spec.Errant, in.Index)
-		got := received(in, !errant)
+		ok := promotable(spec, instances, in)
+		got := received(in, ok)
 		if need == nil {
 			need = got
 		} else {
 			need = need.Union(got)
 		}
-		if !errant {
+		if ok {
 			candidates = append(candidates, in)
 		}
 	}
@@ -382,8 +383,26 @@ func decideFailover(spec Spec, instances []Instance, d Decision) Decision {
 	return d
 }
 
+// promotable: in may replace the recorded primary. It must not be errant nor broken, and it
+// must be a read-only replica of the recorded primary, or writable (promoted by a failover
+// whose outcome was not recorded yet, as when the operator stopped in the middle). A
+// read-only instance that follows no one, or someone else, is a former primary fenced after
+// it came back, or a member not yet set up: its data is not known to be the recorded
+// primary's history, so it is never chosen over the members that follow it.
+func promotable(spec Spec, instances []Instance, in Instance) bool {
+	if slices.Contains(spec.Errant, in.Index) || replicaBroken(in) {
+		return false
+	}
+	if writable(in) {
+		return true
+	}
+	p, r := instances[spec.Primary], in.Status.Replica
+	return r != nil && r.SourceHost == p.Host && r.SourcePort == p.Port
+}
+
 // received is what an instance got from the primary: its relay position, plus what it executed
-// unless it is errant (an errant replica's executed set holds its own transactions).
+// when it is promotable (an errant replica's or a former primary's executed set may hold
+// transactions no replica acknowledged).
 func received(in Instance, withExecuted bool) mysql.GTIDSet {
 	var set mysql.GTIDSet
 	if withExecuted {

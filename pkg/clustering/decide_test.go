@@ -65,6 +65,9 @@ func TestDecide(t *testing.T) {
 	diverged := replicaInst(1, 0, "0-100-10", "0-100-10")
 	diverged.Status.Replica.IORunning = false
 	diverged.Status.Replica.LastIOError = "Got fatal error 1236 from master when reading data from binary log: 'Error: connecting slave requested to start from GTID 0-100-10, which is not in the master's binlog'"
+	brokenBehind := replicaInst(1, 0, "0-100-9", "0-100-9")
+	brokenBehind.Status.Replica.SQLRunning = false
+	brokenBehind.Status.Replica.LastSQLError = "Duplicate entry '1' for key 'PRIMARY'"
 	ioStopped := replicaInst(1, 0, "0-100-9", "0-100-9")
 	ioStopped.Status.Replica.IORunning = false
 	wrongSource := replicaInst(2, 1, "0-100-9", "0-100-9")
@@ -78,6 +81,7 @@ func TestDecide(t *testing.T) {
 	switchover.SwitchoverTo = 2
 	primaryDown := spec(0)
 	primaryDown.PrimaryDown = true
+	primaryDownOn := func(p int) Spec { s := spec(p); s.PrimaryDown = true; return s }
 	knownErrant := primaryDown
 	knownErrant.Errant = []int{2}
 	fencedPrimary := primaryInst(0, "0-100-9")
@@ -136,6 +140,33 @@ func TestDecide(t *testing.T) {
 			spec:      spec(0),
 			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9,7-102-1", "0-100-9")},
 			state:     Degraded, primary: 0, ready: []bool{true, true, false}, errant: []int{2},
+		},
+		{
+			// Healed after a failover, fenced, not yet rejoined: its tail (0-100-12) was never
+			// acknowledged, and it must not take the role back from the members that follow 1.
+			name:      "new primary down: a fenced former primary is never promoted, its tail not needed",
+			spec:      primaryDownOn(1),
+			instances: []Instance{restored(0, "0-100-12"), down(1), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			state:     FailingOver, op: OpFailover, primary: 2, targets: []int{0, 1}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "new primary down: the only other member is a fenced former primary",
+			spec:      primaryDownOn(1),
+			instances: []Instance{restored(0, "0-100-20"), down(1), down(2)},
+			state:     Lost, primary: 1, ready: []bool{false, false, false},
+		},
+		{
+			name:      "primary down: a broken replica is never promoted",
+			spec:      primaryDown,
+			instances: []Instance{down(0), brokenBehind, replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state:     FailingOver, op: OpFailover, primary: 2, targets: []int{0, 1}, ready: []bool{false, false, false},
+		},
+		{
+			// The operator promoted 2 and stopped before recording it.
+			name:      "primary down: a writable member promoted by an unrecorded failover takes the role",
+			spec:      primaryDown,
+			instances: []Instance{down(0), replicaInst(1, 2, "0-102-11", "0-102-11"), primaryInst(2, "0-102-11")},
+			state:     FailingOver, op: OpFailover, primary: 2, targets: []int{0, 1}, ready: []bool{false, false, false},
 		},
 		{
 			name:      "primary unreachable, not yet confirmed",
@@ -355,7 +386,10 @@ func checkInvariants(t *testing.T, spec Spec, instances []Instance, d Decision) 
 		// No acknowledged write is lost: the candidate holds everything any reachable replica,
 		// errant or not, received from the old primary.
 		c := instances[d.Op.Primary].Status
-		got := c.Executed.Union(c.Replica.Retrieved)
+		got := c.Executed
+		if c.Replica != nil {
+			got = got.Union(c.Replica.Retrieved)
+		}
 		for _, in := range instances {
 			if reachable(in) && in.Status.Replica != nil && !got.Contains(in.Status.Replica.Retrieved) {
 				t.Errorf("candidate %d lacks what %d received", d.Op.Primary, in.Index)

@@ -419,3 +419,69 @@ func TestFenceStopsWritesOnMariaDB(t *testing.T) {
 	exec(t, app, "INSERT INTO app.t VALUES (4, 'after')")
 	c.assertConverged(0, 1, 2)
 }
+
+// A primary whose commits wait for a semi-sync acknowledgement that never comes (no replica
+// receives: here their IO threads are stopped, as when the primary is cut off from them) is
+// still fenced at once: SET GLOBAL read_only waits behind those commits, so the fence ends the
+// waiting client connections meanwhile. Their clients get an error, never an OK, and the
+// primary ends read-only within a bound, not after the commits' 49-day timeout.
+func TestFenceIsNotBlockedBySemiSyncWaitsOnMariaDB(t *testing.T) {
+	c := newCluster(t, 3)
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	createApp(t, c, 0)
+	for _, r := range []int{1, 2} {
+		exec(t, c.db(r), mysql.MariaDB.StopReplicaIO())
+	}
+	app := c.servers[0].Conn(mariadb.AppUser, mariadb.AppPassword)
+	app.SetMaxOpenConns(4)
+	results := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			// No client timeout: the connection must be ended by the fence.
+			_, err := app.Exec("INSERT INTO app.t VALUES (?, 'waits for an acknowledgement')", 100+i)
+			results <- err
+		}()
+	}
+	admin := c.db(0)
+	// Wait until the commits are waiting for their acknowledgement.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var n, acks int
+		var states string
+		if err := admin.QueryRow(`SELECT COUNT(*), COALESCE(SUM(STATE LIKE '%semi-sync%'), 0), COALESCE(GROUP_CONCAT(STATE), '')
+			FROM information_schema.PROCESSLIST WHERE USER = ? AND INFO LIKE 'INSERT%'`, mariadb.AppUser).Scan(&n, &acks, &states); err != nil {
+			t.Fatal(err)
+		}
+		if n == 4 && acks >= 1 {
+			t.Logf("waiting commits: %s", states)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 4 commits running, %d wait for an acknowledgement: %s", n, acks, states)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := c.m.Operator.Run(ctx, clustering.Operation{Kind: clustering.OpFenceWritable, Primary: 0, Targets: []int{0}}); err != nil {
+		t.Fatalf("fence after %v: %v", time.Since(start), err)
+	}
+	took := time.Since(start)
+	if took > 5*time.Second {
+		t.Errorf("fencing took %v", took)
+	}
+	var ro bool
+	if err := admin.QueryRow("SELECT @@read_only").Scan(&ro); err != nil || !ro {
+		t.Fatalf("read_only after the fence: %v %v", ro, err)
+	}
+	for range 4 {
+		select {
+		case err := <-results:
+			if err == nil {
+				t.Error("a commit that no replica acknowledged was answered OK")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a client still waits after the fence")
+		}
+	}
+	t.Logf("fenced in %v with 4 commits waiting for an acknowledgement", took)
+}

@@ -104,16 +104,37 @@ func (o *Operator) configureReplicas(ctx context.Context, primary int, targets [
 	return errors.Join(errs...)
 }
 
-// fence makes an instance read-only and ends its client connections.
+// fenceKillInterval is how often a fence ends client connections while read_only is pending.
+const fenceKillInterval = 100 * time.Millisecond
+
+// fence makes an instance read-only and ends its client connections. SET GLOBAL read_only
+// waits for the commits in flight, and on a primary that no replica acknowledges (cut off
+// from them) those wait for an acknowledgement that never comes, so the statement alone
+// would block until the semi-sync timeout. The client connections are therefore ended
+// while it waits, every fenceKillInterval (clients that reconnect meanwhile too): a killed
+// commit answers its client with an error, never an OK, so no write the new primary lacks is
+// acknowledged. Once read-only, the connections are ended once more.
 func (o *Operator) fence(ctx context.Context, i int) error {
 	in := o.Instances[i]
-	if err := in.ExecSQL(ctx, o.Flavor.SetReadOnly(true)); err != nil {
-		return fmt.Errorf("fence %d: %w", i, err)
+	done := make(chan error, 1)
+	go func() { done <- in.ExecSQL(ctx, o.Flavor.SetReadOnly(true)) }()
+	tick := time.NewTicker(fenceKillInterval)
+	defer tick.Stop()
+	for {
+		// Errors here are retried at the next tick; the final pass below reports them.
+		_, _ = in.KillClientConnections(ctx, o.ProtectedUsers...)
+		select {
+		case err := <-done:
+			if err != nil {
+				return fmt.Errorf("fence %d: %w", i, err)
+			}
+			if _, err := in.KillClientConnections(ctx, o.ProtectedUsers...); err != nil {
+				return fmt.Errorf("fence %d: %w", i, err)
+			}
+			return nil
+		case <-tick.C:
+		}
 	}
-	if _, err := in.KillClientConnections(ctx, o.ProtectedUsers...); err != nil {
-		return fmt.Errorf("fence %d: %w", i, err)
-	}
-	return nil
 }
 
 // switchover moves the primary role from op.From to op.Primary without losing a write: the old
