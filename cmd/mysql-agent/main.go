@@ -154,6 +154,7 @@ func serve(ctx context.Context, args []string) error {
 	listen := fs.String("listen", ":9080", "address of the probes and the API")
 	metricsListen := fs.String("metrics-listen", ":9104", "address of /metrics")
 	socket := fs.String("socket", "/run/mysqld/mysqld.sock", "the server's socket")
+	pidFile := fs.String("server-pid-file", "/run/mysqld/mysqld.pid", "the server's pid file (the operator may have the agent kill the server)")
 	credDir := fs.String("credentials-dir", "/etc/mysqlop/credentials", "mounted credentials Secret")
 	dataDir := fs.String("datadir", "/var/lib/mysql/data", "the server's data directory (physical backups read it)")
 	tmpDir := fs.String("tmpdir", os.TempDir(), "scratch directory for backups (the toolbox container must mount it too)")
@@ -181,6 +182,7 @@ func serve(ctx context.Context, args []string) error {
 	in := &mysql.Instance{DB: db, Flavor: f}
 	go agent.DropInstallerAccounts(ctx, in, 2*time.Second)
 	srv := agent.NewServer(in, token)
+	srv.PIDFile = *pidFile
 	var tools toolbox.Runner
 	if *toolboxSocket != "" {
 		tools = toolbox.Client{Socket: *toolboxSocket}

@@ -68,9 +68,10 @@ func Ordinal(podName string) (int, error) {
 }
 
 // Init prepares the member. It is idempotent: the configuration is rendered every time, a
-// committed physical restore is put in place of the datadir (restore.go), an initialised
-// data directory is otherwise left alone, and an empty one is seeded from a peer when the
-// cluster holds data (seed.go) or initialised empty.
+// committed physical restore is put in place of the datadir (restore.go), a datadir marked
+// for re-seeding is set aside (reseed.go), an initialised data directory is otherwise left
+// alone, and an empty one is seeded from a peer when the cluster holds data (seed.go) or
+// initialised empty.
 func Init(ctx context.Context, o InitOptions) error {
 	logger := klog.FromContext(ctx)
 	ord, err := Ordinal(o.PodName)
@@ -85,12 +86,32 @@ func Init(ctx context.Context, o InitOptions) error {
 	if err := ApplyStagedRestore(ctx, o, cnf); err != nil {
 		return err
 	}
+	reseed, err := readReseedMarker(o.DataDir)
+	if err != nil {
+		return err
+	}
+	if reseed != nil {
+		// The operator found this member diverged (reseed.go): its data is never served again.
+		logger.Info("Re-seeding: the datadir is set aside and replaced with a copy of a peer", "reason", reseed.Reason, "requested", reseed.Requested)
+		if err := setDivergedAside(o.DataDir); err != nil {
+			return err
+		}
+	}
 	if initialised(o.DataDir) {
 		logger.Info("Data directory already initialised", "datadir", o.DataDir, "serverID", serverID)
 		return nil
 	}
-	if seeded, err := seedFromPeers(ctx, o, cnf); err != nil || seeded {
+	seeded, err := seedFromPeers(ctx, o, cnf)
+	switch {
+	case err != nil:
 		return err
+	case reseed != nil && !seeded:
+		// Never an empty datadir in place of a member that held data: retried by the pod.
+		return errors.New("re-seeding needs a peer that holds data, and none does")
+	case reseed != nil:
+		return finishReseed(o.DataDir)
+	case seeded:
+		return nil
 	}
 	creds, err := readCredentials(o.CredentialsDir)
 	if err != nil {

@@ -60,7 +60,7 @@ func newMember(t *testing.T, creds map[string]string) *member {
 	}
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = v1alpha1.FlavorMariaDB })
 	cnf := configmap.Render(c)
-	cnf = strings.NewReplacer(configmap.DataDir, filepath.Join(root, "data"), configmap.SocketPath, m.sock,
+	cnf = strings.NewReplacer(configmap.DataDir, filepath.Join(root, "data"), configmap.SocketPath, m.sock, configmap.PIDPath, filepath.Join(root, "run", "mysqld.pid"),
 		configmap.ConfDDir, filepath.Join(root, "conf", "conf.d")).Replace(cnf)
 	tpl := filepath.Join(root, "config", "my.cnf")
 	if err := os.WriteFile(tpl, []byte(cnf), 0o644); err != nil {

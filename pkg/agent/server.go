@@ -29,6 +29,10 @@ import (
 //	POST /api/v1/restores/{id}/commit, DELETE /api/v1/restores/{id}
 //	                    put a staged physical restore in place at the next pod start, or
 //	                    discard it (restore.go)
+//	GET /api/v1/seed    stream a physical copy of the server to a new member (seed.go)
+//	POST /api/v1/reseed mark the datadir for re-seeding at the next start (reseed.go)
+//	POST /api/v1/server/kill
+//	                    SIGKILL the server (kill.go)
 //	GET /metrics        (metrics listener) up, read_only, replication threads, lag
 type Server struct {
 	in      *mysql.Instance
@@ -36,6 +40,8 @@ type Server struct {
 	timeout time.Duration
 	reg     *prometheus.Registry
 	backups *backups
+	// PIDFile is the server's pid file, for POST /api/v1/server/kill ("" refuses it).
+	PIDFile string
 }
 
 // NewServer serves in; token is the agent token from the credentials Secret.
@@ -58,6 +64,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/restores/{id}/commit", s.commitRestore)
 	mux.HandleFunc("DELETE /api/v1/restores/{id}", s.discardRestore)
 	mux.HandleFunc("GET /api/v1/seed", s.seed)
+	mux.HandleFunc("POST /api/v1/reseed", s.postReseed)
+	mux.HandleFunc("POST /api/v1/server/kill", s.killServer)
 	return mux
 }
 

@@ -44,6 +44,25 @@ const (
 	OpSwitchover        OpKind = "Switchover"
 	OpFailover          OpKind = "Failover"
 	OpFenceWritable     OpKind = "FenceWritable"
+	// OpReseed replaces a diverged member's data with a copy of a healthy peer (Agents.Reseed).
+	OpReseed OpKind = "Reseed"
+)
+
+// ReseedPolicy says which diverged members are re-seeded without a person.
+type ReseedPolicy string
+
+// Re-seed policies.
+const (
+	// ReseedFailedPrimaries (the default) re-seeds a member that diverged after a failover
+	// replaced it as the primary. What it holds beyond its replacement's history is its
+	// unacknowledged tail: with loss-less semi-sync no client was told those commits
+	// succeeded (docs/clustering.md).
+	ReseedFailedPrimaries ReseedPolicy = ""
+	// ReseedDiverged also re-seeds replicas that diverged for other reasons (someone wrote
+	// to them): their own transactions are discarded.
+	ReseedDiverged ReseedPolicy = "Diverged"
+	// ReseedNever leaves every diverged member to a person.
+	ReseedNever ReseedPolicy = "Never"
 )
 
 // Operation is what Operate runs.
@@ -92,6 +111,13 @@ type Spec struct {
 	// instance is recorded (members are being re-filled on purpose). Replicas are still set
 	// up to follow the primary.
 	Fence string
+	// Epoch counts the changes of primary so far (failovers and switchovers).
+	Epoch int64
+	// Replaced are members that were the primary when a failover replaced them and have not
+	// followed a primary since: never promoted, and re-seeded when they diverged.
+	Replaced []int
+	// Reseed says which diverged members are re-seeded without a person.
+	Reseed ReseedPolicy
 }
 
 // Decision is the outcome of Decide.
@@ -109,6 +135,11 @@ type Decision struct {
 	// Fence is the fence the decision was made under ("" for none): once a decision made
 	// under a fence has been carried out, the primary takes no more writes.
 	Fence string
+	// Epoch and Replaced are Spec's once Op is done: a failover or a switchover starts a new
+	// epoch, a failover adds the old primary to Replaced, and a member that follows the
+	// primary again leaves it.
+	Epoch    int64
+	Replaced []int
 }
 
 func reachable(in Instance) bool { return in.Status != nil }
@@ -118,7 +149,8 @@ func writable(in Instance) bool { return in.Status != nil && !in.Status.ReadOnly
 // Decide is pure: same input, same decision, no I/O.
 func Decide(spec Spec, instances []Instance) Decision {
 	fenced := spec.Fence != ""
-	d := Decision{Primary: -1, Ready: make([]bool, len(instances)), Errant: slices.Clone(spec.Errant), Fence: spec.Fence}
+	d := Decision{Primary: -1, Ready: make([]bool, len(instances)), Errant: slices.Clone(spec.Errant), Fence: spec.Fence,
+		Epoch: spec.Epoch, Replaced: slices.Clone(spec.Replaced)}
 	up := 0
 	for _, in := range instances {
 		if reachable(in) {
@@ -179,14 +211,13 @@ func Decide(spec Spec, instances []Instance) Decision {
 	}
 	slices.Sort(d.Errant)
 
-	semiSyncOK := spec.SemiSync == p.Status.SemiSyncSource
 	switch {
 	case fenced && writable(p):
 		d.State = Degraded
 		d.Op = Operation{Kind: OpFenceWritable, Primary: primary, Targets: []int{primary}}
 		d.Reason = fmt.Sprintf("stopping writes on primary %d: %s", primary, spec.Fence)
 		return d
-	case !semiSyncOK || (!fenced && !writable(p)):
+	case !spec.SemiSync && p.Status.SemiSyncSource || (!fenced && !writable(p)):
 		d.State = Degraded
 		d.Op = Operation{Kind: OpConfigurePrimary, Primary: primary, ReadOnly: fenced}
 		d.Reason = fmt.Sprintf("configuring primary %d", primary)
@@ -212,12 +243,26 @@ func Decide(spec Spec, instances []Instance) Decision {
 			d.Ready[in.Index] = true
 		}
 	}
+	// A member that follows the primary again has rejoined.
+	d.Replaced = slices.DeleteFunc(d.Replaced, func(i int) bool { return i < len(d.Ready) && d.Ready[i] })
+
+	// Semi-sync is turned on once a replica follows: before that nothing could acknowledge,
+	// so commits would block (a cluster growing from one member would take no write until
+	// its new members were seeded, and seeding from the primary would wait behind those
+	// commits). It is never turned off in semisync mode (commits may be waiting).
+	if spec.SemiSync && !p.Status.SemiSyncSource && slices.ContainsFunc(others(instances, primary), func(i int) bool { return d.Ready[i] }) {
+		d.State = Degraded
+		d.Op = Operation{Kind: OpConfigurePrimary, Primary: primary, ReadOnly: fenced}
+		d.Reason = fmt.Sprintf("turning semi-sync on at primary %d: a replica follows it", primary)
+		return d
+	}
 
 	if t := spec.SwitchoverTo; !fenced && t >= 0 && t != primary && t < len(instances) {
 		if d.Ready[t] {
 			d.State = Degraded
 			d.Op = Operation{Kind: OpSwitchover, From: primary, Primary: t, Targets: others(instances, t)}
 			d.Primary = t
+			d.Epoch++
 			d.Reason = fmt.Sprintf("switching over from %d to %d", primary, t)
 			return d
 		}
@@ -226,6 +271,15 @@ func Decide(spec Spec, instances []Instance) Decision {
 		d.State = Degraded
 		d.Op = Operation{Kind: OpConfigureReplicas, Primary: primary, Targets: toConfigure}
 		d.Reason = fmt.Sprintf("configuring replicas %v to follow %d", toConfigure, primary)
+		return d
+	}
+
+	// One diverged member at a time is re-seeded, and only while every other member is
+	// reachable: at most one member is down by the operator's doing.
+	if r := reseedCandidate(spec, d, broken); r >= 0 && len(missing) == 0 && !fenced {
+		d.State = Degraded
+		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}}
+		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: it diverged from primary %d", r, primary)
 		return d
 	}
 
@@ -256,6 +310,24 @@ func Decide(spec Spec, instances []Instance) Decision {
 		d.State, d.Reason = Healthy, fmt.Sprintf("primary %d and every replica are healthy", primary)
 	}
 	return d
+}
+
+// reseedCandidate is the diverged member (errant, or broken: its source refuses it) that
+// spec.Reseed allows re-seeding, lowest index first; -1 for none.
+func reseedCandidate(spec Spec, d Decision, broken []int) int {
+	if spec.Reseed == ReseedNever {
+		return -1
+	}
+	diverged := slices.Sorted(slices.Values(append(slices.Clone(d.Errant), broken...)))
+	for _, i := range diverged {
+		if i == d.Primary || i >= len(d.Ready) {
+			continue
+		}
+		if spec.Reseed == ReseedDiverged || slices.Contains(spec.Replaced, i) {
+			return i
+		}
+	}
+	return -1
 }
 
 // replicaBroken: a replication thread stopped with an error that reconfiguring cannot fix: an
@@ -374,6 +446,10 @@ func decideFailover(spec Spec, instances []Instance, d Decision) Decision {
 		if received(c, true).Contains(need) {
 			d.State, d.Primary = FailingOver, c.Index
 			d.Op = Operation{Kind: OpFailover, From: spec.Primary, Primary: c.Index, Targets: others(instances, c.Index)}
+			d.Epoch++
+			if !slices.Contains(d.Replaced, spec.Primary) {
+				d.Replaced = append(d.Replaced, spec.Primary)
+			}
 			d.Reason = fmt.Sprintf("primary %d is down: promoting %d, which received every transaction the replicas did", spec.Primary, c.Index)
 			return d
 		}
@@ -383,14 +459,15 @@ func decideFailover(spec Spec, instances []Instance, d Decision) Decision {
 	return d
 }
 
-// promotable: in may replace the recorded primary. It must not be errant nor broken, and it
+// promotable: in may replace the recorded primary. It must not be errant, broken or a replaced
+// former primary that has not followed a primary since, and it
 // must be a read-only replica of the recorded primary, or writable (promoted by a failover
 // whose outcome was not recorded yet, as when the operator stopped in the middle). A
 // read-only instance that follows no one, or someone else, is a former primary fenced after
 // it came back, or a member not yet set up: its data is not known to be the recorded
 // primary's history, so it is never chosen over the members that follow it.
 func promotable(spec Spec, instances []Instance, in Instance) bool {
-	if slices.Contains(spec.Errant, in.Index) || replicaBroken(in) {
+	if slices.Contains(spec.Errant, in.Index) || slices.Contains(spec.Replaced, in.Index) || replicaBroken(in) {
 		return false
 	}
 	if writable(in) {

@@ -271,10 +271,17 @@ func TestDecide(t *testing.T) {
 			state:     Degraded, primary: 0, ready: []bool{false, false, false},
 		},
 		{
-			name:      "fenced: a restarted primary is configured but stays read-only",
+			// Read-only, it takes no commit: its replicas are set up first, then semi-sync.
+			name:      "fenced: a restarted primary stays read-only while its replicas are set up",
 			spec:      fenced(spec(0)),
 			instances: []Instance{restored(0, "0-100-9"), restored(1, "0-100-9"), restored(2, "0-100-9")},
-			state:     Degraded, op: OpConfigurePrimary, primary: 0, ready: []bool{false, false, false},
+			state:     Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{1, 2}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "fenced: once a replica follows, the read-only primary's semi-sync is turned on",
+			spec:      fenced(spec(0)),
+			instances: []Instance{restored(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), restored(2, "0-100-9")},
+			state:     Degraded, op: OpConfigurePrimary, primary: 0, ready: []bool{false, true, false},
 		},
 		{
 			name:      "fenced: restarted replicas are configured to follow",
@@ -409,5 +416,117 @@ func TestDecideIsPure(t *testing.T) {
 	}
 	if len(s.Errant) != 0 {
 		t.Error("Decide modified its spec")
+	}
+}
+
+// Former primaries, epochs, re-seeding and when semi-sync is turned on.
+func TestDecideRejoinAndReseed(t *testing.T) {
+	with := func(s Spec, f func(*Spec)) Spec { f(&s); return s }
+	brokenOn := func(i, source int, exec string) Instance {
+		in := replicaInst(i, source, exec, exec)
+		in.Status.Replica.IORunning = false
+		in.Status.Replica.LastIOError = "Got fatal error 1236 from master when reading data from binary log"
+		return in
+	}
+	asyncPrimary := primaryInst(0, "0-100-9")
+	asyncPrimary.Status.SemiSyncSource, asyncPrimary.Status.SemiSyncSourceActive = false, false
+	replaced0 := with(spec(1), func(s *Spec) { s.Replaced, s.Epoch = []int{0}, 3 })
+	healthyOn1 := []Instance{brokenOn(0, 1, "0-100-12"), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")}
+	errantReplica := replicaInst(2, 1, "0-101-14,5-102-1", "0-101-14")
+
+	for _, tc := range []struct {
+		name      string
+		spec      Spec
+		instances []Instance
+		op        OpKind
+		targets   []int
+		epoch     int64
+		replaced  []int
+		ready     []bool
+	}{
+		{
+			name:      "a failover starts an epoch and records the old primary as replaced",
+			spec:      with(spec(0), func(s *Spec) { s.PrimaryDown, s.Epoch = true, 2 }),
+			instances: []Instance{down(0), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			op:        OpFailover, targets: []int{0, 2}, epoch: 3, replaced: []int{0}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "a switchover starts an epoch; the old primary is not replaced (it has no tail)",
+			spec:      with(spec(0), func(s *Spec) { s.SwitchoverTo, s.Epoch = 2, 2 }),
+			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), replicaInst(2, 0, "0-100-9", "0-100-9")},
+			op:        OpSwitchover, targets: []int{0, 1}, epoch: 3, ready: []bool{true, true, true},
+		},
+		{
+			name:      "a replaced former primary that diverged is re-seeded",
+			spec:      replaced0,
+			instances: healthyOn1,
+			op:        OpReseed, targets: []int{0}, epoch: 3, replaced: []int{0}, ready: []bool{false, true, true},
+		},
+		{
+			name:      "not re-seeded under ReseedNever: reported",
+			spec:      with(replaced0, func(s *Spec) { s.Reseed = ReseedNever }),
+			instances: healthyOn1,
+			epoch:     3, replaced: []int{0}, ready: []bool{false, true, true},
+		},
+		{
+			name:      "not re-seeded while another member is unreachable",
+			spec:      replaced0,
+			instances: []Instance{brokenOn(0, 1, "0-100-12"), primaryInst(1, "0-101-14"), down(2)},
+			epoch:     3, replaced: []int{0}, ready: []bool{false, true, false},
+		},
+		{
+			name:      "a replaced former primary that follows again has rejoined",
+			spec:      replaced0,
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			epoch:     3, ready: []bool{true, true, true},
+		},
+		{
+			name:      "an errant replica that was never primary is reported, not re-seeded",
+			spec:      spec(1),
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), primaryInst(1, "0-101-14"), errantReplica},
+			ready:     []bool{true, true, false},
+		},
+		{
+			name:      "with ReseedDiverged an errant replica is re-seeded too",
+			spec:      with(spec(1), func(s *Spec) { s.Reseed = ReseedDiverged }),
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), primaryInst(1, "0-101-14"), errantReplica},
+			op:        OpReseed, targets: []int{2}, ready: []bool{true, true, false},
+		},
+		{
+			name:      "a replaced member is never promoted, even writable",
+			spec:      with(replaced0, func(s *Spec) { s.PrimaryDown = true }),
+			instances: []Instance{primaryInst(0, "0-100-20"), down(1), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			op:        OpFailover, targets: []int{0, 1}, epoch: 4, replaced: []int{0, 1}, ready: []bool{false, false, false},
+		},
+		{
+			// Growing from one member: commits must not block before anything can acknowledge.
+			name:      "semi-sync stays off while no replica follows; the primary serves",
+			spec:      spec(0),
+			instances: []Instance{asyncPrimary, emptyInst(1), emptyInst(2)},
+			op:        OpConfigureReplicas, targets: []int{1, 2}, ready: []bool{true, false, false},
+		},
+		{
+			name:      "semi-sync is turned on once a replica follows; the primary keeps serving",
+			spec:      spec(0),
+			instances: []Instance{asyncPrimary, replicaInst(1, 0, "0-100-9", "0-100-9"), emptyInst(2)},
+			op:        OpConfigurePrimary, ready: []bool{true, true, false},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.spec, tc.instances)
+			if d.Op.Kind != tc.op || (tc.targets != nil && !slices.Equal(d.Op.Targets, tc.targets)) {
+				t.Errorf("op %q %v (%s), want %q %v", d.Op.Kind, d.Op.Targets, d.Reason, tc.op, tc.targets)
+			}
+			if d.Epoch != tc.epoch || fmt.Sprint(d.Replaced) != fmt.Sprint(tc.replaced) && len(d.Replaced)+len(tc.replaced) > 0 {
+				t.Errorf("epoch %d replaced %v, want %d %v", d.Epoch, d.Replaced, tc.epoch, tc.replaced)
+			}
+			if fmt.Sprint(d.Ready) != fmt.Sprint(tc.ready) {
+				t.Errorf("ready %v, want %v", d.Ready, tc.ready)
+			}
+			if d.Op.Kind == OpFailover && slices.Contains(tc.spec.Replaced, d.Op.Primary) {
+				t.Errorf("replaced member %d promoted", d.Op.Primary)
+			}
+			checkInvariants(t, tc.spec, tc.instances, d)
+		})
 	}
 }

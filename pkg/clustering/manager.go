@@ -8,9 +8,9 @@ import (
 )
 
 // Manager runs one cluster: each Step gathers every instance's state, decides, and runs at
-// most one operation. It remembers the primary and errant replicas between steps (the
-// operator stores them in the cluster's status) and counts failed probes of the primary, so
-// that one lost probe never causes a failover.
+// most one operation. It keeps a Record between steps (the operator stores all of it but the
+// errant members in the cluster's status, and resumes from it) and counts failed probes of the
+// primary, so that one lost probe never causes a failover.
 type Manager struct {
 	Operator *Operator
 	Members  int
@@ -18,11 +18,15 @@ type Manager struct {
 	FailoverAfter int
 	// ProbeTimeout bounds reading one instance's state.
 	ProbeTimeout time.Duration
+	// Reseed says which diverged members are re-seeded without a person.
+	Reseed ReseedPolicy
 
 	primary int
 	// published is primary for readers on other goroutines (Primary).
 	published       atomic.Int64
 	errant          []int
+	epoch           int64
+	replaced        []int
 	primaryFailures int
 	switchoverTo    int
 	fence           string
@@ -32,18 +36,36 @@ type Manager struct {
 // Observed returns what the last Step gathered (nil before the first). Callers must not change it.
 func (m *Manager) Observed() []Instance { return m.observed }
 
-// NewManager returns a manager for a cluster with no recorded primary.
-func NewManager(op *Operator, members int) *Manager {
-	return Resume(op, members, -1, nil)
+// Record is what a manager keeps between steps, and resumes from.
+type Record struct {
+	// Primary is the recorded primary, -1 for none.
+	Primary int
+	// Epoch counts the changes of primary (Spec.Epoch).
+	Epoch int64
+	// Replaced are former primaries that have not rejoined (Spec.Replaced).
+	Replaced []int
+	// Errant are members found errant (Spec.Errant). The operator keeps them in memory only:
+	// a restarted operator finds them again while the primary lives.
+	Errant []int
 }
 
-// Resume returns a manager that starts from a recorded primary (-1 for none) and errant
-// instances, as stored in the cluster's status or kept across a change of members.
-func Resume(op *Operator, members, primary int, errant []int) *Manager {
+// NewManager returns a manager for a cluster with no recorded primary.
+func NewManager(op *Operator, members int) *Manager {
+	return Resume(op, members, Record{Primary: -1})
+}
+
+// Resume returns a manager that starts from rec, as stored in the cluster's status or kept
+// across a change of members.
+func Resume(op *Operator, members int, rec Record) *Manager {
 	m := &Manager{Operator: op, Members: members, FailoverAfter: 2, ProbeTimeout: 2 * time.Second,
-		primary: primary, errant: slices.Clone(errant), switchoverTo: -1}
-	m.published.Store(int64(primary))
+		primary: rec.Primary, errant: slices.Clone(rec.Errant), epoch: rec.Epoch, replaced: slices.Clone(rec.Replaced), switchoverTo: -1}
+	m.published.Store(int64(rec.Primary))
 	return m
+}
+
+// Record returns what the manager keeps between steps. Not safe beside Step.
+func (m *Manager) Record() Record {
+	return Record{Primary: m.primary, Epoch: m.epoch, Replaced: slices.Clone(m.replaced), Errant: slices.Clone(m.errant)}
 }
 
 // Errant returns the instances known to be errant.
@@ -87,7 +109,9 @@ func (m *Manager) Gather(ctx context.Context) []Instance {
 	return out
 }
 
-// Step gathers, decides and runs the decided operation.
+// Step gathers, decides and runs the decided operation. When the operation fails, the
+// decision returned keeps the recorded primary, epoch and replaced members: a promotion
+// that did not happen is not reported as done.
 func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	instances := m.Gather(ctx)
 	defer func() { m.observed = instances }()
@@ -99,12 +123,25 @@ func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	d := Decide(Spec{
 		Members: m.Members, SemiSync: m.Operator.SemiSync, Primary: m.primary,
 		PrimaryDown: m.primaryFailures >= m.FailoverAfter, SwitchoverTo: m.switchoverTo, Errant: m.errant,
-		Fence: m.fence,
+		Fence: m.fence, Epoch: m.epoch, Replaced: m.replaced, Reseed: m.Reseed,
 	}, instances)
 	m.errant = d.Errant
 	if err := m.Operator.Run(ctx, d.Op); err != nil {
+		if d.Op.Kind == OpFailover || d.Op.Kind == OpSwitchover {
+			d.Primary = m.primary
+		}
+		d.Epoch, d.Replaced = m.epoch, slices.Clone(m.replaced)
 		return d, err
 	}
+	if d.Op.Kind == OpReseed {
+		// Its data is being replaced with a healthy peer's: nothing of its own is left.
+		for _, t := range d.Op.Targets {
+			d.Errant = slices.DeleteFunc(d.Errant, func(i int) bool { return i == t })
+			d.Replaced = slices.DeleteFunc(d.Replaced, func(i int) bool { return i == t })
+		}
+		m.errant = d.Errant
+	}
+	m.epoch, m.replaced = d.Epoch, slices.Clone(d.Replaced)
 	if d.Primary >= 0 {
 		m.primary = d.Primary
 		m.published.Store(int64(d.Primary))

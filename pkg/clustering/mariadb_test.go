@@ -2,6 +2,7 @@ package clustering_test
 
 import (
 	"context"
+	"errors"
 	"database/sql"
 	"slices"
 	"strings"
@@ -314,23 +315,17 @@ func TestFailoverRightAfterSwitchoverOnMariaDB(t *testing.T) {
 	}
 }
 
-// A primary that crashes with a commit written to its binlog but not yet acknowledged by a
-// replica (semi-sync AFTER_SYNC: prepared in InnoDB, waiting) keeps it: MariaDB's crash
-// recovery commits prepared transactions it finds in the binlog (so no acknowledged write is
-// lost, but the old primary now holds one the new primary never saw). After the failover it
-// cannot follow the new primary, which refuses its position (error 1236). The manager must
-// report it broken, Degraded with the reason, and stop repointing it: it needs re-seeding.
-func TestCrashedPrimaryWithAnUnacknowledgedCommitIsReportedDivergedOnMariaDB(t *testing.T) {
-	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
-		c.Spec.Flavor = v1alpha1.FlavorMariaDB
-		c.Spec.Replication.Mode = v1alpha1.ReplicationSemiSync
-	})
-	servers := mariadb.Start(t, 3, mariadb.Options{MyCnf: configmap.Render(c)})
+// crashWithAnUnacknowledgedCommit runs three servers on myCnf, kills the primary while a
+// commit waits for its semi-sync acknowledgement (written to its binlog, prepared in InnoDB:
+// AFTER_SYNC), fails over, writes past the old primary's sequence number on the new primary
+// (so GTID positions alone no longer tell the old primary's extra commit apart) and restarts
+// the old primary. It returns the cluster and the new primary.
+func crashWithAnUnacknowledgedCommit(t *testing.T, myCnf string) (*cluster, int) {
+	servers := mariadb.Start(t, 3, mariadb.Options{MyCnf: myCnf})
 	cl := &cluster{t: t, servers: servers, m: clustering.NewManager(mariadb.Operator(servers), 3)}
 	cl.m.ProbeTimeout = time.Second
 	cl.converge("bootstrap", 30*time.Second, healthy(0))
-	ctx := context.Background()
-	if err := mariadb.CreateApp(ctx, cl.db(0)); err != nil {
+	if err := mariadb.CreateApp(context.Background(), cl.db(0)); err != nil {
 		t.Fatal(err)
 	}
 	cl.checksum(1, cl.executed(0))
@@ -349,26 +344,88 @@ func TestCrashedPrimaryWithAnUnacknowledgedCommitIsReportedDivergedOnMariaDB(t *
 	exec(t, cl.db(1), "START SLAVE IO_THREAD")
 	exec(t, cl.db(2), "START SLAVE IO_THREAD")
 	d := cl.converge("failover", 30*time.Second, func(d clustering.Decision) bool { return d.Primary > 0 })
-	newPrimary := d.Primary
-	// The new primary's history moves past the old one's sequence number: GTID positions alone
-	// no longer tell the old primary's extra commit apart.
 	for i := 0; i < 5; i++ {
-		exec(t, cl.db(newPrimary), "INSERT INTO app.t VALUES (?, 'after the failover')", 500+i)
+		exec(t, cl.db(d.Primary), "INSERT INTO app.t VALUES (?, 'after the failover')", 500+i)
 	}
-
-	servers[0].Restart()
 	var n int
-	if err := cl.db(0).QueryRow("SELECT COUNT(*) FROM app.t WHERE id = 424242").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("the unacknowledged commit after crash recovery: %d rows (%v); MariaDB is expected to keep it", n, err)
-	}
-	if err := cl.db(newPrimary).QueryRow("SELECT COUNT(*) FROM app.t WHERE id = 424242").Scan(&n); err != nil || n != 0 {
+	if err := cl.db(d.Primary).QueryRow("SELECT COUNT(*) FROM app.t WHERE id = 424242").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the new primary has the unacknowledged commit: %d rows (%v)", n, err)
 	}
+	servers[0].Restart()
+	return cl, d.Primary
+}
+
+// unacknowledgedRowsFrom counts app.t rows with ids from 100 to 199 on server i.
+func (c *cluster) unacknowledgedRowsFrom(i, from int) int {
+	c.t.Helper()
+	var n int
+	if err := c.db(i).QueryRow("SELECT COUNT(*) FROM app.t WHERE id >= ? AND id < ?", from, from+100).Scan(&n); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+func (c *cluster) unacknowledgedRows(i int) int {
+	c.t.Helper()
+	var n int
+	if err := c.db(i).QueryRow("SELECT COUNT(*) FROM app.t WHERE id = 424242").Scan(&n); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
+}
+
+func mariaDBConfig() string {
+	return configmap.Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
+		c.Spec.Flavor = v1alpha1.FlavorMariaDB
+		c.Spec.Replication.Mode = v1alpha1.ReplicationSemiSync
+	}))
+}
+
+// With the operator's configuration (init_rpl_role = SLAVE), MariaDB's crash recovery
+// truncates a killed primary's unacknowledged tail from its binlog and rolls the prepared
+// commit back, so the old primary simply rejoins the new one: no re-seed, every member ready,
+// the same data everywhere, and the commit no client was told succeeded is gone.
+func TestCrashedPrimaryDropsItsUnacknowledgedTailAndRejoinsOnMariaDB(t *testing.T) {
+	cnf := mariaDBConfig()
+	if !strings.Contains(cnf, "init_rpl_role = SLAVE") {
+		t.Fatalf("the operator's my.cnf lacks init_rpl_role:\n%s", cnf)
+	}
+	cl, primary := crashWithAnUnacknowledgedCommit(t, cnf)
+	if n := cl.unacknowledgedRows(0); n != 0 {
+		t.Fatalf("crash recovery kept the unacknowledged commit (%d rows):\n%s", n, cl.servers[0].ErrorLog())
+	}
+	if log := cl.servers[0].ErrorLog(); !strings.Contains(log, "truncated binlog") {
+		t.Errorf("the error log does not show the binlog truncated:\n%s", log)
+	}
+	cl.m.Operator.Agents = failingAgents{t}
+	d := cl.converge("old primary rejoined", 30*time.Second, func(d clustering.Decision) bool {
+		return d.State == clustering.Healthy && slices.Equal(d.Ready, []bool{true, true, true})
+	})
+	if d.Primary != primary || len(d.Replaced) != 0 {
+		t.Errorf("primary %d replaced %v; want %d and none", d.Primary, d.Replaced, primary)
+	}
+	cl.assertConverged(primary, others3(primary)...)
+}
+
+// A server that keeps the tail (before MariaDB 10.6.17 / 10.11.7, or without init_rpl_role)
+// cannot follow the new primary, which refuses its position (error 1236). As a replaced former
+// primary it is re-seeded by default; under ReseedNever it is reported broken, Degraded with
+// the reason, and not repointed again.
+func TestCrashedPrimaryThatKeptItsTailIsReseededOnMariaDB(t *testing.T) {
+	cnf := strings.Replace(mariaDBConfig(), "loose_init_rpl_role = SLAVE\n", "", 1)
+	cl, primary := crashWithAnUnacknowledgedCommit(t, cnf)
+	if n := cl.unacknowledgedRows(0); n != 1 {
+		t.Fatalf("without init_rpl_role crash recovery is expected to keep the commit: %d rows", n)
+	}
+	cl.m.Reseed = clustering.ReseedNever
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		d, err := cl.m.Step(ctx)
-		if err == nil && d.Primary == newPrimary && d.State == clustering.Degraded && !d.Ready[0] && d.Op.Kind == clustering.OpNone &&
+		d, err := cl.m.Step(context.Background())
+		if err == nil && d.Primary == primary && d.State == clustering.Degraded && !d.Ready[0] && d.Op.Kind == clustering.OpNone &&
 			strings.Contains(d.Reason, "replication stopped with an error on [0]") {
+			if !slices.Equal(d.Replaced, []int{0}) {
+				t.Errorf("replaced %v, want [0]", d.Replaced)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -376,6 +433,42 @@ func TestCrashedPrimaryWithAnUnacknowledgedCommitIsReportedDivergedOnMariaDB(t *
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+
+	rs := &recordingReseeder{}
+	cl.m.Operator.Agents = rs
+	cl.m.Reseed = clustering.ReseedFailedPrimaries
+	d, err := cl.m.Step(context.Background())
+	if err != nil || d.Op.Kind != clustering.OpReseed || !slices.Equal(rs.calls, []int{0}) {
+		t.Fatalf("re-seed of the replaced former primary: %q %v (%s), reseeder called for %v", d.Op.Kind, err, d.Reason, rs.calls)
+	}
+	if rec := cl.m.Record(); slices.Contains(rec.Replaced, 0) || slices.Contains(rec.Errant, 0) {
+		t.Errorf("after the re-seed the manager still marks 0: %+v", rec)
+	}
+}
+
+func others3(p int) []int {
+	return slices.DeleteFunc([]int{0, 1, 2}, func(i int) bool { return i == p })
+}
+
+type recordingReseeder struct{ calls []int }
+
+func (r *recordingReseeder) Reseed(_ context.Context, i int) error {
+	r.calls = append(r.calls, i)
+	return nil
+}
+
+func (r *recordingReseeder) KillServer(context.Context, int) error { return errors.New("not here") }
+
+type failingAgents struct{ t *testing.T }
+
+func (f failingAgents) Reseed(_ context.Context, i int) error {
+	f.t.Errorf("member %d was re-seeded", i)
+	return nil
+}
+
+func (f failingAgents) KillServer(_ context.Context, i int) error {
+	f.t.Errorf("member %d's server was killed", i)
+	return nil
 }
 
 // A fence stops the application's writes on three real servers: the primary turns read-only
@@ -420,45 +513,56 @@ func TestFenceStopsWritesOnMariaDB(t *testing.T) {
 	c.assertConverged(0, 1, 2)
 }
 
-// A primary whose commits wait for a semi-sync acknowledgement that never comes (no replica
-// receives: here their IO threads are stopped, as when the primary is cut off from them) is
-// still fenced at once: SET GLOBAL read_only waits behind those commits, so the fence ends the
-// waiting client connections meanwhile. Their clients get an error, never an OK, and the
-// primary ends read-only within a bound, not after the commits' 49-day timeout.
+// waitingCommits starts n application commits on server i of c and returns once they are
+// all running with at least one waiting for a semi-sync acknowledgement (the replicas'
+// IO threads are stopped, as when the server is cut off from them). Each commit's outcome
+// arrives on the channel.
+func waitingCommits(t *testing.T, c *cluster, i, n int) <-chan error {
+	t.Helper()
+	for r := range c.servers {
+		if r != i {
+			exec(t, c.db(r), mysql.MariaDB.StopReplicaIO())
+		}
+	}
+	app := c.servers[i].Conn(mariadb.AppUser, mariadb.AppPassword)
+	app.SetMaxOpenConns(n)
+	results := make(chan error, n)
+	for k := range n {
+		go func() {
+			// No client timeout: the connection must be ended by the fence.
+			_, err := app.Exec("INSERT INTO app.t VALUES (?, 'waits for an acknowledgement')", 100+k)
+			results <- err
+		}()
+	}
+	admin := c.db(i)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var running, acks int
+		var states string
+		if err := admin.QueryRow(`SELECT COUNT(*), COALESCE(SUM(STATE LIKE '%semi-sync%'), 0), COALESCE(GROUP_CONCAT(STATE), '')
+			FROM information_schema.PROCESSLIST WHERE USER = ? AND INFO LIKE 'INSERT%'`, mariadb.AppUser).Scan(&running, &acks, &states); err != nil {
+			t.Fatal(err)
+		}
+		if running == n && acks >= 1 {
+			t.Logf("waiting commits: %s", states)
+			return results
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d commits running, %d wait for an acknowledgement: %s", running, n, acks, states)
+		}
+	}
+}
+
+// A primary whose commits wait for a semi-sync acknowledgement that never comes is still
+// fenced at once (for a restore or a switchover): SET GLOBAL read_only waits behind those
+// commits, so the fence ends the client connections meanwhile, and the primary ends
+// read-only within a bound, not after the commits' 49-day timeout. (A commit may still be
+// answered OK as its group's leader is killed: on the primary that loses nothing, since the
+// next primary waits for everything the old one executed.)
 func TestFenceIsNotBlockedBySemiSyncWaitsOnMariaDB(t *testing.T) {
 	c := newCluster(t, 3)
 	c.converge("bootstrap", 30*time.Second, healthy(0))
 	createApp(t, c, 0)
-	for _, r := range []int{1, 2} {
-		exec(t, c.db(r), mysql.MariaDB.StopReplicaIO())
-	}
-	app := c.servers[0].Conn(mariadb.AppUser, mariadb.AppPassword)
-	app.SetMaxOpenConns(4)
-	results := make(chan error, 4)
-	for i := range 4 {
-		go func() {
-			// No client timeout: the connection must be ended by the fence.
-			_, err := app.Exec("INSERT INTO app.t VALUES (?, 'waits for an acknowledgement')", 100+i)
-			results <- err
-		}()
-	}
-	admin := c.db(0)
-	// Wait until the commits are waiting for their acknowledgement.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		var n, acks int
-		var states string
-		if err := admin.QueryRow(`SELECT COUNT(*), COALESCE(SUM(STATE LIKE '%semi-sync%'), 0), COALESCE(GROUP_CONCAT(STATE), '')
-			FROM information_schema.PROCESSLIST WHERE USER = ? AND INFO LIKE 'INSERT%'`, mariadb.AppUser).Scan(&n, &acks, &states); err != nil {
-			t.Fatal(err)
-		}
-		if n == 4 && acks >= 1 {
-			t.Logf("waiting commits: %s", states)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 4 commits running, %d wait for an acknowledgement: %s", n, acks, states)
-		}
-	}
+	results := waitingCommits(t, c, 0, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -470,8 +574,55 @@ func TestFenceIsNotBlockedBySemiSyncWaitsOnMariaDB(t *testing.T) {
 		t.Errorf("fencing took %v", took)
 	}
 	var ro bool
-	if err := admin.QueryRow("SELECT @@read_only").Scan(&ro); err != nil || !ro {
+	if err := c.db(0).QueryRow("SELECT @@read_only").Scan(&ro); err != nil || !ro {
 		t.Fatalf("read_only after the fence: %v %v", ro, err)
+	}
+	for range 4 {
+		select {
+		case <-results:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a client still waits after the fence")
+		}
+	}
+	t.Logf("fenced in %v with 4 commits waiting for an acknowledgement", took)
+}
+
+// killingAgents kills servers for the operator, as members' agents do.
+type killingAgents struct {
+	servers []*mariadb.Server
+	killed  []int
+}
+
+func (a *killingAgents) Reseed(context.Context, int) error { return errors.New("not here") }
+
+func (a *killingAgents) KillServer(_ context.Context, i int) error {
+	a.servers[i].Kill()
+	a.killed = append(a.killed, i)
+	return nil
+}
+
+// A writable member that is not the primary (a former primary back from a partition), whose
+// commits wait for acknowledgements no replica will send, is fenced by killing its server:
+// no waiting commit is answered OK, and crash recovery with the operator's configuration
+// (init_rpl_role) truncates them, so the member comes back holding none of them.
+func TestStrayWritableIsFencedByKillingItsServerOnMariaDB(t *testing.T) {
+	servers := mariadb.Start(t, 3, mariadb.Options{MyCnf: mariaDBConfig()})
+	c := &cluster{t: t, servers: servers, m: clustering.NewManager(mariadb.Operator(servers), 3)}
+	c.m.ProbeTimeout = time.Second
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	createApp(t, c, 0)
+	want := c.executed(0)
+	results := waitingCommits(t, c, 0, 4)
+	agents := &killingAgents{servers: servers}
+	c.m.Operator.Agents = agents
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// As a decision recording 1 as the primary fences 0.
+	if err := c.m.Operator.Run(ctx, clustering.Operation{Kind: clustering.OpFenceWritable, Primary: 1, Targets: []int{0}}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(agents.killed, []int{0}) {
+		t.Fatalf("servers killed: %v, want [0]", agents.killed)
 	}
 	for range 4 {
 		select {
@@ -483,5 +634,11 @@ func TestFenceIsNotBlockedBySemiSyncWaitsOnMariaDB(t *testing.T) {
 			t.Fatal("a client still waits after the fence")
 		}
 	}
-	t.Logf("fenced in %v with 4 commits waiting for an acknowledgement", took)
+	servers[0].Restart()
+	if n := c.unacknowledgedRowsFrom(0, 100); n != 0 {
+		t.Errorf("%d unacknowledged commits survived the crash", n)
+	}
+	if got := c.executed(0); !want.Contains(got) {
+		t.Errorf("after recovery %s holds more than the acknowledged %s", got, want)
+	}
 }

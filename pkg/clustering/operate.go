@@ -25,6 +25,21 @@ type Operator struct {
 	ProtectedUsers []string
 	// ApplyTimeout bounds waiting for a replica to apply what it received.
 	ApplyTimeout time.Duration
+	// Agents does what SQL cannot: nil where nothing can (OpReseed then fails, and stray
+	// writable members are fenced with SQL alone).
+	Agents Agents
+}
+
+// Agents acts on members through their agents.
+type Agents interface {
+	// Reseed replaces member i's data with a copy of a healthy peer. It returns once the
+	// member's old data can no longer be served (the copy itself may still be running): in
+	// the operator, the member's agent marks its datadir for re-seeding and its pod is
+	// deleted, and init sets the old datadir aside and seeds the member before its server
+	// starts.
+	Reseed(ctx context.Context, i int) error
+	// KillServer SIGKILLs member i's server; its container restarts it, read-only.
+	KillServer(ctx context.Context, i int) error
 }
 
 // Endpoint is a member's address as other members see it.
@@ -45,7 +60,11 @@ func (o *Operator) Run(ctx context.Context, op Operation) error {
 		return o.configureReplicas(ctx, op.Primary, op.Targets)
 	case OpFenceWritable:
 		for _, t := range op.Targets {
-			if err := o.fence(ctx, t); err != nil {
+			fence := o.fenceStray
+			if t == op.Primary {
+				fence = o.fence
+			}
+			if err := fence(ctx, t); err != nil {
 				return err
 			}
 		}
@@ -54,6 +73,16 @@ func (o *Operator) Run(ctx context.Context, op Operation) error {
 		return o.switchover(ctx, op)
 	case OpFailover:
 		return o.failover(ctx, op)
+	case OpReseed:
+		if o.Agents == nil {
+			return errors.New("re-seeding is not available")
+		}
+		for _, t := range op.Targets {
+			if err := o.Agents.Reseed(ctx, t); err != nil {
+				return fmt.Errorf("re-seed %d: %w", t, err)
+			}
+		}
+		return nil
 	}
 	return fmt.Errorf("unknown operation %q", op.Kind)
 }
@@ -89,6 +118,16 @@ func (o *Operator) configureReplicas(ctx context.Context, primary int, targets [
 	src := mysql.Source{Host: o.Endpoints[primary].Host, Port: o.Endpoints[primary].Port, User: o.ReplUser, Password: o.ReplPassword, ConnectRetry: 1}
 	var errs []error
 	for _, t := range targets {
+		// A writable target (a former primary that came back) may have commits waiting for
+		// an acknowledgement, behind which a plain SET GLOBAL read_only would wait: it is
+		// fenced (fenceStray), and a later round, seeing it read-only, configures it.
+		// Read-only ones keep their readers' connections.
+		if w, err := o.Instances[t].Writable(ctx); err == nil && w {
+			if err := o.fenceStray(ctx, t); err != nil {
+				errs = append(errs, fmt.Errorf("configure replica %d of %d: %w", t, primary, err))
+			}
+			continue
+		}
 		err := o.Instances[t].Exec(ctx,
 			mysql.Statement{Query: f.SetReadOnly(true)},
 			mysql.Statement{Query: f.StopReplica()},
@@ -104,10 +143,34 @@ func (o *Operator) configureReplicas(ctx context.Context, primary int, targets [
 	return errors.Join(errs...)
 }
 
-// fenceKillInterval is how often a fence ends client connections while read_only is pending.
-const fenceKillInterval = 100 * time.Millisecond
+// fenceStray fences a writable member that is not the primary: a former primary back from a
+// partition, typically, whose commits wait for acknowledgements no replica will send. Ending
+// their connections cannot make sure none is answered OK: MariaDB's binlog group commit has
+// one leader wait for the whole group, and a killed leader commits the group, whose other
+// members may answer OK before their own kill arrives. So its server is killed instead
+// (through its agent): a commit waiting after its binlog sync (AFTER_SYNC) is only prepared,
+// no client is answered, and crash recovery (init_rpl_role = SLAVE, docs/clustering.md)
+// truncates that tail from the binlog. Without agents, or when the kill fails, the
+// connections are ended as for the primary.
+func (o *Operator) fenceStray(ctx context.Context, i int) error {
+	if o.Agents != nil {
+		if err := o.Agents.KillServer(ctx, i); err == nil {
+			return nil
+		}
+	}
+	return o.fence(ctx, i)
+}
 
-// fence makes an instance read-only and ends its client connections. SET GLOBAL read_only
+// fenceKillInterval is how often a fence ends client connections while read_only is pending;
+// fenceAttempts is how often it tries to set read_only in one round.
+const (
+	fenceKillInterval = 100 * time.Millisecond
+	fenceAttempts     = 3
+)
+
+// fence makes an instance read-only and ends its client connections (the primary, for a
+// switchover or a restore: a commit answered OK as its connection is ended still reaches the
+// next primary, which waits for all the old one executed). SET GLOBAL read_only
 // waits for the commits in flight, and on a primary that no replica acknowledges (cut off
 // from them) those wait for an acknowledgement that never comes, so the statement alone
 // would block until the semi-sync timeout. The client connections are therefore ended
@@ -117,14 +180,22 @@ const fenceKillInterval = 100 * time.Millisecond
 func (o *Operator) fence(ctx context.Context, i int) error {
 	in := o.Instances[i]
 	done := make(chan error, 1)
-	go func() { done <- in.ExecSQL(ctx, o.Flavor.SetReadOnly(true)) }()
+	setReadOnly := func() { done <- in.ExecSQL(ctx, o.Flavor.SetReadOnly(true)) }
+	go setReadOnly()
 	tick := time.NewTicker(fenceKillInterval)
 	defer tick.Stop()
-	for {
+	for attempt := 1; ; {
 		// Errors here are retried at the next tick; the final pass below reports them.
 		_, _ = in.KillClientConnections(ctx, o.ProtectedUsers...)
 		select {
 		case err := <-done:
+			// A connection lost meanwhile (under load, or as connections are ended) is
+			// retried a few times; the next round retries the rest.
+			if err != nil && ctx.Err() == nil && attempt < fenceAttempts {
+				attempt++
+				go setReadOnly()
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("fence %d: %w", i, err)
 			}

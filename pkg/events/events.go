@@ -32,6 +32,9 @@ const (
 	BackupFailed = "BackupFailed"
 	// RestoreFailed: a restore failed; its Complete condition says why. It is not retried.
 	RestoreFailed = "RestoreFailed"
+	// MemberReseeded: a member diverged from the primary (spec.replication.reseed allows it)
+	// and is re-seeded: its data is replaced with a copy of a healthy peer.
+	MemberReseeded = "MemberReseeded"
 )
 
 // Reasons for Normal events.

@@ -157,6 +157,8 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		ClusteringInterval: o.ClusteringInterval,
 	}
 	cfg.Resolve = resolver(o.MemberAddress)
+	agentAddress := resolver(o.AgentAddress)
+	cfg.AgentResolve = agentAddress
 	clusters, err := cluster.New(kube, mysql, set, recorder, cfg)
 	if err != nil {
 		return fmt.Errorf("set up cluster controller: %w", err)
@@ -169,7 +171,6 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	if err != nil {
 		return fmt.Errorf("set up database controller: %w", err)
 	}
-	agentAddress := resolver(o.AgentAddress)
 	backups, err := backup.New(kube, mysql, set, recorder, agentAddress)
 	if err != nil {
 		return fmt.Errorf("set up backup controller: %w", err)

@@ -9,11 +9,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
@@ -36,6 +40,11 @@ type runnerConfig struct {
 	// fence stops writes, naming who asked ("" for none); clearErrant forgets errant members.
 	fence       string
 	clearErrant bool
+	// epoch and replaced are the status's record (used when the runner starts); reseed is
+	// spec.replication.reseed.
+	epoch    int64
+	replaced []int
+	reseed   clustering.ReseedPolicy
 }
 
 func (a runnerConfig) sameServers(b runnerConfig) bool {
@@ -87,8 +96,9 @@ func (c *Controller) ensureRunner(ctx context.Context, key cache.ObjectName, clu
 		r.cfg = cfg
 		r.gen++
 	}
-	// The fence reaches the running manager at its next round, without a new one.
-	r.cfg.fence, r.cfg.clearErrant = cfg.fence, cfg.clearErrant
+	// The fence and the re-seed policy reach the running manager at its next round, without
+	// a new one.
+	r.cfg.fence, r.cfg.clearErrant, r.cfg.reseed = cfg.fence, cfg.clearErrant, cfg.reseed
 	return r
 }
 
@@ -138,7 +148,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		cfg, g, cluster := r.cfg, r.gen, r.cluster
 		r.mu.Unlock()
 		if g != gen {
-			next, opened, err := buildManager(cfg, m)
+			next, opened, err := buildManager(cfg, m, memberAgents{c: c, r: r})
 			if err != nil {
 				// Retried next round; nothing here depends on the servers being up.
 				logger.Error(err, "Set up clustering")
@@ -154,6 +164,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			m.RequestSwitchover(cfg.switchoverTo)
 		}
 		m.SetFence(cfg.fence)
+		m.Reseed = cfg.reseed
 		if cfg.clearErrant {
 			m.ClearErrant()
 		}
@@ -178,6 +189,9 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.SwitchOver, "Switched over from %s to %s", name(d.Op.From), name(d.Op.Primary))
 		case d.Op.Kind == clustering.OpFenceWritable && slices.Equal(d.Op.Targets, []int{d.Op.Primary}):
 			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.WritesStopped, "Made primary %s read-only: writes are stopped (%s)", name(d.Op.Primary), cfg.fence)
+		case d.Op.Kind == clustering.OpReseed:
+			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.MemberReseeded,
+				"%s diverged from the primary %s: re-seeding it from a healthy peer (its own transactions are discarded)", podNames(d.Op.Targets, name), name(d.Primary))
 		case d.Op.Kind == clustering.OpFenceWritable:
 			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.FencedWritable, "Made %v read-only: only the primary %s may be writable", podNames(d.Op.Targets, name), name(d.Op.Primary))
 		}
@@ -213,15 +227,18 @@ func sleep(ctx context.Context, tick <-chan time.Time) bool {
 }
 
 // buildManager opens one connection pool per member and returns a manager that resumes from
-// prev's primary and errant replicas (or the recorded primary when there is no prev).
-func buildManager(cfg runnerConfig, prev *clustering.Manager) (*clustering.Manager, []*sql.DB, error) {
-	primary, errant := cfg.primary, []int(nil)
+// prev's record (or the status's when there is no prev).
+func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.Agents) (*clustering.Manager, []*sql.DB, error) {
+	rec := clustering.Record{Primary: cfg.primary, Epoch: cfg.epoch, Replaced: cfg.replaced}
 	if prev != nil {
-		primary, errant = prev.Primary(), prev.Errant()
+		rec = prev.Record()
 	}
+	// Members beyond a scale-down are gone: nothing to remember of them.
+	rec.Replaced = slices.DeleteFunc(rec.Replaced, func(i int) bool { return i >= len(cfg.endpoints) })
+	rec.Errant = slices.DeleteFunc(rec.Errant, func(i int) bool { return i >= len(cfg.endpoints) })
 	op := &clustering.Operator{
 		Flavor: cfg.flavor, Endpoints: cfg.endpoints, ReplUser: mysql.ReplicationUser, ReplPassword: cfg.replPass,
-		SemiSync: cfg.semiSync, ProtectedUsers: []string{mysql.OperatorUser}, ApplyTimeout: time.Minute,
+		SemiSync: cfg.semiSync, ProtectedUsers: []string{mysql.OperatorUser}, ApplyTimeout: time.Minute, Agents: agents,
 	}
 	var dbs []*sql.DB
 	for _, e := range cfg.endpoints {
@@ -235,9 +252,65 @@ func buildManager(cfg runnerConfig, prev *clustering.Manager) (*clustering.Manag
 		dbs = append(dbs, db)
 		op.Instances = append(op.Instances, &mysql.Instance{DB: db, Flavor: cfg.flavor})
 	}
-	m := clustering.Resume(op, len(cfg.endpoints), primary, errant)
+	m := clustering.Resume(op, len(cfg.endpoints), rec)
 	m.ProbeTimeout = 2 * time.Second
 	return m, dbs, nil
+}
+
+// memberAgents does for the clustering manager what SQL cannot, through the members' agents.
+type memberAgents struct {
+	c *Controller
+	r *runner
+}
+
+// member returns member i's pod and a client of its agent.
+func (a memberAgents) member(i int) (*corev1.Pod, *agent.Client, error) {
+	a.r.mu.Lock()
+	cluster, pods := a.r.cluster, a.r.cfg.pods
+	a.r.mu.Unlock()
+	if i < 0 || i >= len(pods) {
+		return nil, nil, fmt.Errorf("member %d is not in the cluster", i)
+	}
+	pod, err := a.c.pods.Pods(cluster.Namespace).Get(pods[i])
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod %s: %w", pods[i], err)
+	}
+	client, err := backup.AgentClient(a.c.secrets, a.c.cfg.AgentResolve, cluster, pod.Name)
+	return pod, client, err
+}
+
+// Reseed has the member's agent mark its datadir, then deletes its pod; the StatefulSet
+// recreates it and init replaces the datadir with a copy of a healthy peer before the server
+// starts (pkg/agent/reseed.go).
+func (a memberAgents) Reseed(ctx context.Context, i int) error {
+	pod, client, err := a.member(i)
+	if err != nil {
+		return err
+	}
+	if err := client.Reseed(ctx, "diverged from the primary"); err != nil {
+		return fmt.Errorf("mark %s for re-seeding: %w", pod.Name, err)
+	}
+	// The UID precondition deletes the pod whose agent marked the datadir, not a successor.
+	uid := pod.UID
+	err = a.c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pod %s to re-seed it: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Re-seeding a diverged member", "pod", klog.KObj(pod))
+	return nil
+}
+
+// KillServer has the member's agent SIGKILL its server.
+func (a memberAgents) KillServer(ctx context.Context, i int) error {
+	pod, client, err := a.member(i)
+	if err != nil {
+		return err
+	}
+	if err := client.KillServer(ctx); err != nil {
+		return fmt.Errorf("kill the server of %s: %w", pod.Name, err)
+	}
+	klog.FromContext(ctx).Info("Killed the server of a writable member that is not the primary", "pod", klog.KObj(pod))
+	return nil
 }
 
 func podNames(idx []int, name func(int) string) []string {
@@ -254,5 +327,5 @@ const statusRefreshRounds = 10
 
 // summary is what of a decision the cluster's labels and status depend on.
 func summary(d clustering.Decision) string {
-	return fmt.Sprint(d.State, d.Primary, d.Ready, d.Errant, d.Reason, d.Fence)
+	return fmt.Sprint(d.State, d.Primary, d.Ready, d.Errant, d.Reason, d.Fence, d.Epoch, d.Replaced)
 }

@@ -32,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
@@ -66,6 +67,8 @@ type Config struct {
 	ClusteringInterval time.Duration
 	// Resolve maps a member pod to the address the operator dials; default resources.DNSResolver.
 	Resolve resources.Resolver
+	// AgentResolve maps a member pod to its agent's address; default backup.DNSAgentResolver.
+	AgentResolve resources.Resolver
 }
 
 // Controller reconciles MySQLClusters.
@@ -124,6 +127,9 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = resources.DNSResolver
+	}
+	if cfg.AgentResolve == nil {
+		cfg.AgentResolve = backup.DNSAgentResolver
 	}
 	if cfg.ClusteringInterval <= 0 {
 		cfg.ClusteringInterval = time.Second

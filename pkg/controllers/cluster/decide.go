@@ -315,6 +315,12 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	// The recorded primary stays recorded while it is down and until a failover names
 	// another: a restarted operator resumes from it, and must not take a cluster whose primary
 	// is briefly unreachable for one without a primary.
+	if dec != nil {
+		st.Epoch, st.Replaced = dec.Epoch, nil
+		for _, i := range dec.Replaced {
+			st.Replaced = append(st.Replaced, fmt.Sprintf("%s-%d", setName, i))
+		}
+	}
 	switch {
 	case dec != nil && dec.Primary >= 0:
 		st.Primary = fmt.Sprintf("%s-%d", setName, dec.Primary)

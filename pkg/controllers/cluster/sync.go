@@ -247,6 +247,13 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		primary:      resources.Ordinal(setName, latest.Status.Primary),
 		fence:        f.Reason,
 		clearErrant:  f.ClearErrant,
+		epoch:        latest.Status.Epoch,
+		reseed:       reseedPolicy(cluster.Spec.Replication.Reseed),
+	}
+	for _, r := range latest.Status.Replaced {
+		if i := resources.Ordinal(setName, r); i >= 0 {
+			cfg.replaced = append(cfg.replaced, i)
+		}
 	}
 	for i := range int(cluster.Spec.Members) {
 		pod := fmt.Sprintf("%s-%d", setName, i)
@@ -420,4 +427,15 @@ func conditionChanged(old, cur []metav1.Condition, t string) bool {
 		return a != b
 	}
 	return a.Status != b.Status || a.Reason != b.Reason || a.Message != b.Message
+}
+
+// reseedPolicy maps spec.replication.reseed to the clustering policy.
+func reseedPolicy(p v1alpha1.ReseedPolicy) clustering.ReseedPolicy {
+	switch p {
+	case v1alpha1.ReseedDiverged:
+		return clustering.ReseedDiverged
+	case v1alpha1.ReseedNever:
+		return clustering.ReseedNever
+	}
+	return clustering.ReseedFailedPrimaries
 }

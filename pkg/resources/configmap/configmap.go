@@ -23,7 +23,9 @@ const Key = "my.cnf"
 const (
 	DataDir    = "/var/lib/mysql/data"
 	SocketPath = "/run/mysqld/mysqld.sock"
-	ConfDDir   = "/etc/mysqlop/conf/conf.d"
+	// PIDPath is the server's pid file, beside the socket where the agent reads it.
+	PIDPath  = "/run/mysqld/mysqld.pid"
+	ConfDDir = "/etc/mysqlop/conf/conf.d"
 )
 
 // defaults are operator choices the user may override through spec.config.
@@ -42,6 +44,7 @@ func owned(flavor v1alpha1.Flavor) [][2]string {
 	common := [][2]string{
 		{"datadir", DataDir},
 		{"socket", SocketPath},
+		{"pid_file", PIDPath},
 		{"port", fmt.Sprint(resources.PortMySQL)},
 		{"log_bin", "binlog"},
 		{"relay_log", "relay-bin"},
@@ -53,6 +56,12 @@ func owned(flavor v1alpha1.Flavor) [][2]string {
 			[2]string{"log_slave_updates", "ON"},
 			[2]string{"gtid_strict_mode", "ON"},
 			[2]string{"skip_slave_start", "ON"},
+			// Every member starts as a replica, so crash recovery truncates a binlog tail that
+			// is prepared but not committed in InnoDB: a primary killed while a commit waited
+			// for its semi-sync acknowledgement (AFTER_SYNC) drops that commit, which no client
+			// was told succeeded, and can follow the new primary. loose_: servers before
+			// 10.6.17 / 10.11.7 lack the option (they keep the tail; re-seeding covers them).
+			[2]string{"loose_init_rpl_role", "SLAVE"},
 		)
 	}
 	return append(common,

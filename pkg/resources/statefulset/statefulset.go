@@ -161,9 +161,11 @@ func podTemplate(c *v1alpha1.MySQLCluster, p Params) corev1.PodTemplateSpec {
 	return corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: annotations},
 		Spec: corev1.PodSpec{
-			InitContainers:                []corev1.Container{installAgentContainer(p), initContainer(c, p)},
-			Containers:                    []corev1.Container{serverContainer(c, p), agentContainer(c, p), toolboxContainer(p)},
-			Volumes:                       volumes(c),
+			InitContainers: []corev1.Container{installAgentContainer(p), initContainer(c, p)},
+			Containers:     []corev1.Container{serverContainer(c, p), agentContainer(c, p), toolboxContainer(p)},
+			Volumes:        volumes(c),
+			// The agent fences a stray writable server by killing it (pkg/agent/kill.go).
+			ShareProcessNamespace:         ptr.To(true),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](60),

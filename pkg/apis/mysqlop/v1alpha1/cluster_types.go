@@ -153,7 +153,7 @@ type MySQLClusterSpec struct {
 	// GTID and binary log settings, read_only, paths, ports, ...) are rejected.
 	// +kubebuilder:validation:MaxProperties=256
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9_.-]{1,128}$'))",message="config keys must be 1-128 characters of letters, digits, '_', '-' or '.'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii().replace('-', '_') in ['bind_address','datadir','enforce_gtid_consistency','gtid_domain_id','gtid_mode','gtid_strict_mode','log_bin','log_replica_updates','log_slave_updates','plugin_load_add','port','read_only','relay_log','report_host','report_port','rpl_semi_sync_master_enabled','rpl_semi_sync_replica_enabled','rpl_semi_sync_slave_enabled','rpl_semi_sync_source_enabled','server_id','skip_replica_start','skip_slave_start','socket','super_read_only']))",message="config sets a key the operator manages; these are rejected: bind_address, datadir, GTID settings (gtid_*, enforce_gtid_consistency), binary and relay log settings (log_bin, relay_log, log_*_updates), plugin_load_add, port, read_only, super_read_only, report_host, report_port, semi-sync enable switches, server_id, skip_*_start, socket"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii().replace('-', '_') in ['bind_address','datadir','enforce_gtid_consistency','gtid_domain_id','gtid_mode','gtid_strict_mode','init_rpl_role','log_bin','log_replica_updates','log_slave_updates','pid_file','plugin_load_add','port','read_only','relay_log','report_host','report_port','rpl_semi_sync_master_enabled','rpl_semi_sync_replica_enabled','rpl_semi_sync_slave_enabled','rpl_semi_sync_source_enabled','server_id','skip_replica_start','skip_slave_start','socket','super_read_only']))",message="config sets a key the operator manages; these are rejected: bind_address, datadir, GTID settings (gtid_*, enforce_gtid_consistency), init_rpl_role, binary and relay log settings (log_bin, relay_log, log_*_updates), pid_file, plugin_load_add, port, read_only, super_read_only, report_host, report_port, semi-sync enable switches, server_id, skip_*_start, socket"
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
 
@@ -237,7 +237,27 @@ type ReplicationSpec struct {
 	// +kubebuilder:default=semisync
 	// +optional
 	Mode ReplicationMode `json:"mode,omitempty"`
+	// Reseed says which diverged members the operator re-seeds (replaces their data with a
+	// copy of a healthy peer) without a person: FailedPrimaries (the default) re-seeds a
+	// former primary that a failover replaced and that then diverged (what it holds beyond
+	// its replacement is its unacknowledged tail, which no client was told committed);
+	// Diverged also re-seeds replicas that diverged for other reasons, discarding their own
+	// transactions; Never leaves every diverged member to a person.
+	// +kubebuilder:default=FailedPrimaries
+	// +optional
+	Reseed ReseedPolicy `json:"reseed,omitempty"`
 }
+
+// ReseedPolicy says which diverged members are re-seeded automatically.
+// +kubebuilder:validation:Enum=FailedPrimaries;Diverged;Never
+type ReseedPolicy string
+
+// Re-seed policies.
+const (
+	ReseedFailedPrimaries ReseedPolicy = "FailedPrimaries"
+	ReseedDiverged        ReseedPolicy = "Diverged"
+	ReseedNever           ReseedPolicy = "Never"
+)
 
 // MySQLClusterStatus is the observed state of a MySQLCluster.
 type MySQLClusterStatus struct {
@@ -256,6 +276,16 @@ type MySQLClusterStatus struct {
 	// Primary is the name of the pod that is the primary.
 	// +optional
 	Primary string `json:"primary,omitempty"`
+	// Epoch counts the changes of primary (failovers and switchovers). With Primary it is the
+	// durable record a restarted operator resumes from.
+	// +optional
+	Epoch int64 `json:"epoch,omitempty"`
+	// Replaced lists former primaries that a failover replaced and that have not followed a
+	// primary since: they are never promoted again until they do, and are re-seeded when they
+	// diverged (spec.replication.reseed).
+	// +listType=set
+	// +optional
+	Replaced []string `json:"replaced,omitempty"`
 	// Instances lists every member.
 	// +listType=map
 	// +listMapKey=name

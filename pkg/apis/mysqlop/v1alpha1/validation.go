@@ -15,7 +15,7 @@ import (
 // list; a test keeps the two equal.
 var OperatorOwnedConfigKeys = []string{
 	"bind_address", "datadir", "enforce_gtid_consistency", "gtid_domain_id", "gtid_mode",
-	"gtid_strict_mode", "log_bin", "log_replica_updates", "log_slave_updates", "plugin_load_add",
+	"gtid_strict_mode", "init_rpl_role", "log_bin", "log_replica_updates", "log_slave_updates", "pid_file", "plugin_load_add",
 	"port", "read_only", "relay_log", "report_host", "report_port",
 	"rpl_semi_sync_master_enabled", "rpl_semi_sync_replica_enabled", "rpl_semi_sync_slave_enabled",
 	"rpl_semi_sync_source_enabled", "server_id", "skip_replica_start", "skip_slave_start",

@@ -38,6 +38,13 @@ type MySQLClusterStatusApplyConfiguration struct {
 	Selector *string `json:"selector,omitempty"`
 	// Primary is the name of the pod that is the primary.
 	Primary *string `json:"primary,omitempty"`
+	// Epoch counts the changes of primary (failovers and switchovers). With Primary it is the
+	// durable record a restarted operator resumes from.
+	Epoch *int64 `json:"epoch,omitempty"`
+	// Replaced lists former primaries that a failover replaced and that have not followed a
+	// primary since: they are never promoted again until they do, and are re-seeded when they
+	// diverged (spec.replication.reseed).
+	Replaced []string `json:"replaced,omitempty"`
 	// Instances lists every member.
 	Instances []InstanceStatusApplyConfiguration `json:"instances,omitempty"`
 	// Conditions are Ready, Accepted and Synced (and the clustering conditions).
@@ -91,6 +98,24 @@ func (b *MySQLClusterStatusApplyConfiguration) WithSelector(value string) *MySQL
 // If called multiple times, the Primary field is set to the value of the last call.
 func (b *MySQLClusterStatusApplyConfiguration) WithPrimary(value string) *MySQLClusterStatusApplyConfiguration {
 	b.Primary = &value
+	return b
+}
+
+// WithEpoch sets the Epoch field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Epoch field is set to the value of the last call.
+func (b *MySQLClusterStatusApplyConfiguration) WithEpoch(value int64) *MySQLClusterStatusApplyConfiguration {
+	b.Epoch = &value
+	return b
+}
+
+// WithReplaced adds the given value to the Replaced field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the Replaced field.
+func (b *MySQLClusterStatusApplyConfiguration) WithReplaced(values ...string) *MySQLClusterStatusApplyConfiguration {
+	for i := range values {
+		b.Replaced = append(b.Replaced, values[i])
+	}
 	return b
 }
 

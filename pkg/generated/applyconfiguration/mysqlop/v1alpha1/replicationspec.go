@@ -29,6 +29,13 @@ import (
 type ReplicationSpecApplyConfiguration struct {
 	// Mode is semisync (loss-less, the default) or async.
 	Mode *mysqlopv1alpha1.ReplicationMode `json:"mode,omitempty"`
+	// Reseed says which diverged members the operator re-seeds (replaces their data with a
+	// copy of a healthy peer) without a person: FailedPrimaries (the default) re-seeds a
+	// former primary that a failover replaced and that then diverged (what it holds beyond
+	// its replacement is its unacknowledged tail, which no client was told committed);
+	// Diverged also re-seeds replicas that diverged for other reasons, discarding their own
+	// transactions; Never leaves every diverged member to a person.
+	Reseed *mysqlopv1alpha1.ReseedPolicy `json:"reseed,omitempty"`
 }
 
 // ReplicationSpecApplyConfiguration constructs a declarative configuration of the ReplicationSpec type for use with
@@ -42,5 +49,13 @@ func ReplicationSpec() *ReplicationSpecApplyConfiguration {
 // If called multiple times, the Mode field is set to the value of the last call.
 func (b *ReplicationSpecApplyConfiguration) WithMode(value mysqlopv1alpha1.ReplicationMode) *ReplicationSpecApplyConfiguration {
 	b.Mode = &value
+	return b
+}
+
+// WithReseed sets the Reseed field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Reseed field is set to the value of the last call.
+func (b *ReplicationSpecApplyConfiguration) WithReseed(value mysqlopv1alpha1.ReseedPolicy) *ReplicationSpecApplyConfiguration {
+	b.Reseed = &value
 	return b
 }
