@@ -15,6 +15,7 @@ KUBECONFIG ?= $(HOME)/.kube/config
 CLUSTERS ?= 10,100,500
 QPS      ?= 20,100
 BACKUP_MB ?= 1024
+CHAOS_ROUNDS ?= 3
 
 .PHONY: help
 help: ## Show this help.
@@ -62,6 +63,14 @@ test-unit: deps tools ## Run the package tests (no control plane; real MariaDB a
 .PHONY: test-integration
 test-integration: deps tools build ## Run the integration and end-to-end suites against a real control plane (verbose: the log names the components).
 	$(GO) test -race -count=1 -timeout 30m -v ./test/...
+
+.PHONY: chaos
+chaos: deps tools build ## Chaos suite (root): every fault kind CHAOS_ROUNDS times (default 3) on a local cluster under a writer; prints figures per fault kind.
+	CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -v -timeout 180m -run TestChaos ./test/chaos/
+
+.PHONY: bench-chaos
+bench-chaos: deps tools build ## Chaos benchmark (root): 13 rounds of the 8 fault kinds (104 faults); prints the table of docs/benchmarks.md.
+	CHAOS_ROUNDS=13 CHAOS_REPORT=$(CURDIR)/_output/chaos-report.md $(GO) test -count=1 -v -timeout 300m -run TestChaos ./test/chaos/
 
 .PHONY: bench
 bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings; prints a table.

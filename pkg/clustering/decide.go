@@ -199,6 +199,14 @@ func Decide(spec Spec, instances []Instance) Decision {
 	}
 
 	p := instances[primary]
+	// A restarted primary (read-only until configured) whose crash recovery truncated a tail
+	// its replicas had already received (init_rpl_role = SLAVE) lacks transactions they hold:
+	// making it writable again would fork the history. The replica that received most takes
+	// over instead, and the old primary follows it and gets the tail back.
+	if !fenced && !writable(p) && replicaAhead(spec, instances, p) {
+		spec.PrimaryDown = true
+		return decideFailover(spec, instances, d)
+	}
 	// Errant transactions: anything a replica executed that the primary does not have. Not
 	// while fenced: a restore replaces data on purpose, and no application can write meanwhile.
 	for _, in := range instances {
@@ -310,6 +318,17 @@ func Decide(spec Spec, instances []Instance) Decision {
 		d.State, d.Reason = Healthy, fmt.Sprintf("primary %d and every replica are healthy", primary)
 	}
 	return d
+}
+
+// replicaAhead: a promotable replica received transactions the primary p has not executed.
+func replicaAhead(spec Spec, instances []Instance, p Instance) bool {
+	for _, in := range instances {
+		if in.Index != p.Index && reachable(in) && promotable(spec, instances, in) &&
+			!received(in, true).Subtract(p.Status.Executed).IsEmpty() {
+			return true
+		}
+	}
+	return false
 }
 
 // reseedCandidate is the diverged member (errant, or broken: its source refuses it) that
@@ -459,21 +478,28 @@ func decideFailover(spec Spec, instances []Instance, d Decision) Decision {
 	return d
 }
 
-// promotable: in may replace the recorded primary. It must not be errant, broken or a replaced
-// former primary that has not followed a primary since, and it
+// promotable: in may replace the recorded primary. It must not be errant, broken (unless only
+// because it is ahead of its source) or a replaced former primary that has not followed a
+// primary since, and it
 // must be a read-only replica of the recorded primary, or writable (promoted by a failover
 // whose outcome was not recorded yet, as when the operator stopped in the middle). A
 // read-only instance that follows no one, or someone else, is a former primary fenced after
 // it came back, or a member not yet set up: its data is not known to be the recorded
 // primary's history, so it is never chosen over the members that follow it.
 func promotable(spec Spec, instances []Instance, in Instance) bool {
-	if slices.Contains(spec.Errant, in.Index) || slices.Contains(spec.Replaced, in.Index) || replicaBroken(in) {
+	if slices.Contains(spec.Errant, in.Index) || slices.Contains(spec.Replaced, in.Index) {
+		return false
+	}
+	p := instances[spec.Primary]
+	// A replica refused by a source it is strictly ahead of did not diverge: the source lost
+	// a tail the replica had received (a restarted primary whose crash recovery truncated it).
+	if replicaBroken(in) && !(reachable(p) && in.Status.Executed.Contains(p.Status.Executed)) {
 		return false
 	}
 	if writable(in) {
 		return true
 	}
-	p, r := instances[spec.Primary], in.Status.Replica
+	r := in.Status.Replica
 	return r != nil && r.SourceHost == p.Host && r.SourcePort == p.Port
 }
 

@@ -499,6 +499,26 @@ func TestDecideRejoinAndReseed(t *testing.T) {
 			op:        OpFailover, targets: []int{0, 1}, epoch: 4, replaced: []int{0, 1}, ready: []bool{false, false, false},
 		},
 		{
+			// Its crash recovery truncated 0-100-12, which both replicas had received.
+			name:      "a restarted primary behind its replicas is failed over from, not made writable",
+			spec:      spec(0),
+			instances: []Instance{restored(0, "0-100-11"), replicaInst(1, 0, "0-100-12", "0-100-12"), replicaInst(2, 0, "0-100-11", "0-100-12")},
+			op:        OpFailover, targets: []int{0, 2}, epoch: 1, replaced: []int{0}, ready: []bool{false, false, false},
+		},
+		{
+			// They reconnected first and were refused: they ask for 0-100-12, which it lacks.
+			name:      "a restarted primary that refuses replicas ahead of it is failed over from",
+			spec:      spec(0),
+			instances: []Instance{restored(0, "0-100-11"), brokenOn(1, 0, "0-100-12"), brokenOn(2, 0, "0-100-12")},
+			op:        OpFailover, targets: []int{0, 2}, epoch: 1, replaced: []int{0}, ready: []bool{false, false, false},
+		},
+		{
+			name:      "a restarted primary that holds all its replicas received is configured again",
+			spec:      spec(0),
+			instances: []Instance{restored(0, "0-100-12"), replicaInst(1, 0, "0-100-12", "0-100-12"), replicaInst(2, 0, "0-100-11", "0-100-12")},
+			op:        OpConfigurePrimary, ready: []bool{false, false, false},
+		},
+		{
 			// Growing from one member: commits must not block before anything can acknowledge.
 			name:      "semi-sync stays off while no replica follows; the primary serves",
 			spec:      spec(0),

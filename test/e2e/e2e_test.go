@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
 	"github.com/mysqlop/mysql-operator/test/localkubelet"
@@ -511,13 +509,10 @@ func pod(t *testing.T, name string) *corev1.Pod {
 	return p
 }
 
-var (
-	dbMu sync.Mutex
-	dbs  = map[string]*sql.DB{}
-)
+// apps are pools to the members as the application account.
+var apps *localcluster.Pools
 
-// appDB is a pool to member m as the application account, through the member's pod IP (the
-// host reaches pods over the bridge; there is no kube-proxy for Service IPs).
+// appDB is a pool to member m as the application account, through the member's pod IP.
 func appDB(t *testing.T, m string) *sql.DB {
 	t.Helper()
 	db, err := memberDB(m)
@@ -528,28 +523,7 @@ func appDB(t *testing.T, m string) *sql.DB {
 }
 
 // memberDB is appDB for goroutines that must not fail the test.
-func memberDB(m string) (*sql.DB, error) {
-	p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(context.Background(), m, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if p.Status.PodIP == "" {
-		return nil, fmt.Errorf("%s has no IP yet", m)
-	}
-	ip := p.Status.PodIP
-	dbMu.Lock()
-	defer dbMu.Unlock()
-	if db, ok := dbs[ip]; ok {
-		return db, nil
-	}
-	db, err := mysqlsql.Open(mysqlsql.ConnConfig{Addr: net.JoinHostPort(ip, "3306"), User: "app", Password: appPassword, Timeout: 2 * time.Second})
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(2)
-	dbs[ip] = db
-	return db, nil
-}
+func memberDB(m string) (*sql.DB, error) { return apps.Get(m) }
 
 func rows(t *testing.T, m string) int {
 	t.Helper()

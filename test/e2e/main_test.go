@@ -73,6 +73,9 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
+	apps = lc.Pools(ns, "app", appPassword)
+	apps.MaxOpen = 2
+	defer apps.Close()
 	code := m.Run()
 	if code != 0 {
 		lc.CP.DumpLogs(os.Stderr, 30)

@@ -249,3 +249,21 @@ func (c *Cluster) SetNetwork(pod *corev1.Pod, up bool) error {
 	}
 	return nil
 }
+
+// SetRoutes cuts (cut true) or restores the pod's routes to the given pod IPs: blackhole
+// routes in its network namespace drop what it sends them, so no connection between them
+// works while each still reaches every other address.
+func (c *Cluster) SetRoutes(pod *corev1.Pod, ips []string, cut bool) error {
+	verb := "del"
+	if cut {
+		verb = "add"
+	}
+	ns := localkubelet.Netns(c.Opts.Instance, string(pod.UID))
+	for _, ip := range ips {
+		out, err := exec.Command("ip", "netns", "exec", ns, "ip", "route", verb, "blackhole", ip+"/32").CombinedOutput()
+		if err != nil && (cut || !strings.Contains(string(out), "No such process")) {
+			return fmt.Errorf("ip route %s blackhole %s in %s: %w: %s", verb, ip, ns, err, out)
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -19,6 +20,8 @@ type Writer struct {
 	ackedOn map[string][]time.Time
 	quit    chan struct{}
 	done    chan struct{}
+	// hold is read-locked around each insert; Hold write-locks it to pause the writer.
+	hold sync.RWMutex
 }
 
 // StartWriter starts writing; db returns a pool to a member, primary the member to write to
@@ -43,9 +46,11 @@ func StartWriter(db func(member string) (*sql.DB, error), primary func() string)
 				time.Sleep(50 * time.Millisecond)
 				continue
 			}
+			w.hold.RLock()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			_, err = pool.ExecContext(ctx, "INSERT INTO app.t VALUES (?, 'w')", id)
 			cancel()
+			w.hold.RUnlock()
 			if err != nil {
 				time.Sleep(20 * time.Millisecond)
 				continue
@@ -68,6 +73,42 @@ func (w *Writer) Stop() []int {
 	return append([]int(nil), w.acked...)
 }
 
+// Hold runs f with the writer paused (no insert in flight), and returns what f returned.
+func (w *Writer) Hold(f func() error) error {
+	w.hold.Lock()
+	defer w.hold.Unlock()
+	return f()
+}
+
+// Acked returns the ids acknowledged so far.
+func (w *Writer) Acked() []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]int(nil), w.acked...)
+}
+
+// MaxGap is the longest time between from and to in which no write was acknowledged (from
+// and to count as acknowledgements): the write unavailability the writer saw.
+func (w *Writer) MaxGap(from, to time.Time) time.Duration {
+	w.mu.Lock()
+	var at []time.Time
+	for _, times := range w.ackedOn {
+		for _, t := range times {
+			if t.After(from) && t.Before(to) {
+				at = append(at, t)
+			}
+		}
+	}
+	w.mu.Unlock()
+	slices.SortFunc(at, time.Time.Compare)
+	gap, last := time.Duration(0), from
+	for _, t := range append(at, to) {
+		gap = max(gap, t.Sub(last))
+		last = t
+	}
+	return gap
+}
+
 // FirstAckAfter waits up to timeout for a write member m acknowledged after since, and
 // returns how long after since it came (-1: none).
 func (w *Writer) FirstAckAfter(since time.Time, m string, timeout time.Duration) time.Duration {
@@ -88,6 +129,11 @@ func (w *Writer) FirstAckAfter(since time.Time, m string, timeout time.Duration)
 // application account app (password appPassword, in the Secret app-password) that may
 // SELECT, INSERT and CREATE in the schema app, declared as a MySQLUser and a MySQLDatabase.
 func ClusterManifest(cluster, appPassword string) string {
+	return ClusterManifestN(cluster, appPassword, 3)
+}
+
+// ClusterManifestN is ClusterManifest with the given number of members.
+func ClusterManifestN(cluster, appPassword string, members int) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata: {name: app-password}
@@ -99,7 +145,7 @@ metadata: {name: %s}
 spec:
   flavor: mariadb
   version: 10.11.6
-  members: 3
+  members: %d
   replication: {mode: semisync}
   volumeClaimTemplate: {resources: {requests: {storage: 1Gi}}}
 ---
@@ -116,7 +162,7 @@ spec:
   user: app
   passwordSecretRef: {name: app-password, key: password}
   grants: [{privileges: [SELECT, INSERT, CREATE], database: app}]
-`, appPassword, cluster, cluster, cluster)
+`, appPassword, cluster, members, cluster, cluster)
 }
 
 // PodReady reports the pod's Ready condition.

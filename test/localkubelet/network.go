@@ -130,6 +130,13 @@ func names(instance, uid string) (netns, link string) {
 	return "mlk" + instance + "-" + short, "mk" + instance + short
 }
 
+// Netns is the network namespace (ip netns) of the pod with uid, for tests that cut some of a
+// pod's routes.
+func Netns(instance, uid string) string {
+	ns, _ := names(instance, uid)
+	return ns
+}
+
 // HostLink is the host end of the veth pair of the pod with uid, for tests that cut a pod's
 // network (`ip link set <link> down`).
 func HostLink(instance, uid string) string {

@@ -9,14 +9,11 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +21,6 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
-	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
@@ -129,29 +125,9 @@ func once(ctx context.Context, lc *localcluster.Cluster, mysql versioned.Interfa
 	}
 	r.ready = time.Since(start)
 
-	var mu sync.Mutex
-	pools := map[string]*sql.DB{}
-	defer func() {
-		for _, db := range pools {
-			db.Close()
-		}
-	}()
-	db := func(m string) (*sql.DB, error) {
-		p, err := lc.CP.Kube.CoreV1().Pods(ns).Get(ctx, m, metav1.GetOptions{})
-		if err != nil || p.Status.PodIP == "" {
-			return nil, fmt.Errorf("pod %s has no IP: %v", m, err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if d, ok := pools[p.Status.PodIP]; ok {
-			return d, nil
-		}
-		d, err := mysqlsql.Open(mysqlsql.ConnConfig{Addr: net.JoinHostPort(p.Status.PodIP, "3306"), User: "app", Password: appPassword, Timeout: 2 * time.Second})
-		if err == nil {
-			pools[p.Status.PodIP] = d
-		}
-		return d, err
-	}
+	pools := lc.Pools(ns, "app", appPassword)
+	defer pools.Close()
+	db := pools.Get
 	primary := status().Status.Primary
 	// The user and the schema are ready shortly after the cluster.
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
