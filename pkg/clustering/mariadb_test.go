@@ -2,8 +2,8 @@ package clustering_test
 
 import (
 	"context"
-	"errors"
 	"database/sql"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
