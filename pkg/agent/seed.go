@@ -58,7 +58,16 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Trailer", seedErrorTrailer)
 	w.WriteHeader(http.StatusOK)
 	started := time.Now()
-	res, err := executor.Run(r.Context(), executor.Request{
+	ctx, stop := context.WithCancel(r.Context())
+	released := make(chan int, 1)
+	go func() { released <- releaseAckWaits(ctx, s.in) }()
+	defer func() {
+		stop()
+		if n := <-released; n > 0 {
+			klog.InfoS("Ended client connections whose commits waited for an acknowledgement during the copy", "connections", n)
+		}
+	}()
+	res, err := executor.Run(ctx, executor.Request{
 		Flavor: b.cfg.Flavor, Method: executor.Physical, Socket: b.cfg.Socket, DataDir: b.cfg.DataDir,
 		User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir, Tools: b.cfg.Tools,
 	}, func(rd io.Reader) error { _, err := io.Copy(w, rd); return err })
@@ -68,6 +77,31 @@ func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	klog.InfoS("Seeded a peer", "bytes", res.Size, "gtid", res.GTID, "duration", time.Since(started).Round(time.Millisecond))
+}
+
+// ackWaitLimit is how long a commit may wait for a semi-sync acknowledgement on a donor during
+// a copy before its connection is ended.
+const ackWaitLimit = time.Second
+
+// releaseAckWaits ends, until ctx ends, the client connections whose commit has waited
+// ackWaitLimit for a semi-sync acknowledgement, and returns how many it ended. A primary that
+// donates a copy when no replica acknowledges (the member being seeded is the one that would)
+// has commits waiting forever after their binlog sync, and mariadb-backup's BACKUP STAGE
+// BLOCK_COMMIT waits for them: the copy and the commits would wait for each other. Ending
+// them lets the copy finish. Their clients get an error though the commit is in the binary
+// log (an ambiguous commit, as when a connection drops): nothing is lost, since the donor stays
+// the primary and the copy, and then its replicas, hold it. On a replica donor nothing waits.
+func releaseAckWaits(ctx context.Context, in *mysql.Instance) int {
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return n
+		case <-time.After(250 * time.Millisecond):
+		}
+		k, _ := in.KillAckWaiters(ctx, ackWaitLimit, mysql.OperatorUser)
+		n += k
+	}
 }
 
 // PeerAddresses returns the agent addresses (host:port) of the other members of podName's

@@ -124,3 +124,64 @@ func TestNoSeedInANewClusterOnMariaDB(t *testing.T) {
 		t.Fatalf("the member of a new cluster was copied from its peer (%d, %v)", n, err)
 	}
 }
+
+// A primary that is the only donor while a commit waits for a semi-sync acknowledgement no
+// replica can send (the member being seeded would be the one) still finishes the copy: the
+// donor ends the waiting connection, whose client gets an error, and the copy holds the commit.
+func TestSeedFromAPrimaryWithCommitsWaitingOnMariaDB(t *testing.T) {
+	ctx := context.Background()
+	cr := maps.Clone(creds)
+	cr[agent.FileAgentToken] = "token"
+	donor := runMember(t, "db-0", cr)
+	op := donor.op(t)
+	semi := mysql.MariaDB.SemiSyncSource(true, 1)
+	for _, s := range []mysql.Statement{{Query: mysql.MariaDB.SetReadOnly(false)}, {Query: "CREATE DATABASE shop"},
+		{Query: "CREATE TABLE shop.t (id INT PRIMARY KEY, v TEXT)"}, {Query: "INSERT INTO shop.t VALUES (1, 'one')"},
+		mysql.CreateUser("app", "%", "app-Pa55"), {Query: "GRANT INSERT ON shop.* TO 'app'@'%'"}, semi} {
+		if _, err := op.Exec(s.Query, s.Args...); err != nil {
+			t.Fatalf("%s: %v", s.Query, err)
+		}
+	}
+	app := donor.conn(t, "app", "app-Pa55")
+	waited := make(chan error, 1)
+	go func() { _, err := app.Exec("INSERT INTO shop.t VALUES (2, 'waits for an acknowledgement')"); waited <- err }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var n int
+		_ = op.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for semi-sync ACK%'").Scan(&n)
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the commit never waited for an acknowledgement")
+		}
+	}
+
+	m := newMember(t, cr)
+	m.opts.PodName = "db-1"
+	m.opts.Peers = []string{strings.TrimPrefix(donor.client.BaseURL, "http://")}
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- agent.Init(ctx, m.opts) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("seed: %v", err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("the copy waits behind the commit that waits for an acknowledgement")
+	}
+	t.Logf("seeded in %v", time.Since(start).Round(time.Millisecond))
+	select {
+	case err := <-waited:
+		if err == nil {
+			t.Error("the waiting commit was answered OK without an acknowledgement")
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the client still waits")
+	}
+	m.start(t)
+	var n int
+	if err := m.conn(t, mysql.OperatorUser, cr[agent.FileOperatorPassword]).QueryRow("SELECT COUNT(*) FROM shop.t").Scan(&n); err != nil || n != 2 {
+		t.Errorf("rows in the copy: %d (%v), want 2: the copy holds the commit", n, err)
+	}
+}

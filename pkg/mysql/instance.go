@@ -286,7 +286,19 @@ var ErrWaitTimeout = errors.New("timed out waiting for GTIDs to be applied")
 // KillClientConnections ends every client connection except those of exceptUsers, so that
 // nothing keeps writing to a demoted primary.
 func (in *Instance) KillClientConnections(ctx context.Context, exceptUsers ...string) (int, error) {
+	return in.killConnections(ctx, ClientConnections(exceptUsers...))
+}
+
+// KillAckWaiters ends the client connections (but exceptUsers') whose commit has waited at
+// least minWait for a semi-sync acknowledgement.
+func (in *Instance) KillAckWaiters(ctx context.Context, minWait time.Duration, exceptUsers ...string) (int, error) {
 	s := ClientConnections(exceptUsers...)
+	s.Query += " AND STATE LIKE 'Waiting for semi-sync ACK%' AND TIME >= ?"
+	s.Args = append(s.Args, int(minWait.Seconds()))
+	return in.killConnections(ctx, s)
+}
+
+func (in *Instance) killConnections(ctx context.Context, s Statement) (int, error) {
 	rows, err := in.DB.QueryContext(ctx, s.Query, s.Args...)
 	if err != nil {
 		return 0, fmt.Errorf("list connections: %w", err)
