@@ -144,7 +144,10 @@ func TestSeedFromAPrimaryWithCommitsWaitingOnMariaDB(t *testing.T) {
 	}
 	app := donor.conn(t, "app", "app-Pa55")
 	waited := make(chan error, 1)
-	go func() { _, err := app.Exec("INSERT INTO shop.t VALUES (2, 'waits for an acknowledgement')"); waited <- err }()
+	go func() {
+		_, err := app.Exec("INSERT INTO shop.t VALUES (2, 'waits for an acknowledgement')")
+		waited <- err
+	}()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var n int
 		_ = op.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE LIKE 'Waiting for semi-sync ACK%'").Scan(&n)
