@@ -9,19 +9,15 @@
 package chaos
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
 )
 
-const operatorNamespace = "mysqlop-system"
+const operatorNamespace = localcluster.OperatorNamespace
 
 var (
 	lc    *localcluster.Cluster
@@ -39,29 +35,15 @@ func run(m *testing.M) int {
 	}
 	// Its own instance, bridge and range: the suite can run next to make local-up and e2e.
 	var err error
-	lc, err = localcluster.Start(localcluster.Options{Instance: "ch", Bridge: "mysqlop-ch", CIDR: "10.246.0.0/16", Nodes: 3})
+	lc, mysql, err = localcluster.StartWithOperator(localcluster.Options{Instance: "ch", Bridge: "mysqlop-ch", CIDR: "10.246.0.0/16", Nodes: 3})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos: start local cluster:", err)
+		fmt.Fprintln(os.Stderr, "chaos:", err)
 		return 1
 	}
 	defer lc.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := lc.InstallOperator(ctx, operatorNamespace, "kubeAPI.qps=100", "kubeAPI.burst=200"); err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		return 1
-	}
-	if mysql, err = versioned.NewForConfig(lc.CP.Config); err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		return 1
-	}
 	code := m.Run()
 	if code != 0 {
-		lc.CP.DumpLogs(os.Stderr, 30)
-		pods, _ := lc.CP.Kube.CoreV1().Pods(operatorNamespace).List(context.Background(), metav1.ListOptions{})
-		for i := range pods.Items {
-			fmt.Fprintf(os.Stderr, "===== operator log (%s) =====\n%s\n", pods.Items[i].Name, lc.Log(&pods.Items[i], "operator"))
-		}
+		lc.DumpFailure(os.Stderr, 0)
 	}
 	return code
 }

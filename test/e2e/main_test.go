@@ -9,11 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
@@ -22,7 +20,7 @@ import (
 )
 
 const (
-	operatorNamespace = "mysqlop-system"
+	operatorNamespace = localcluster.OperatorNamespace
 	// nextVersion is the version of the second operator build the upgrade journey moves to.
 	nextVersion = "v0.1.1-e2e"
 )
@@ -56,34 +54,19 @@ func run(m *testing.M) int {
 		return 1
 	}
 	// Its own instance, bridge and range: the suite can run next to make local-up.
-	lc, err = localcluster.Start(localcluster.Options{Instance: "e2", Bridge: "mysqlop-e2", CIDR: "10.245.0.0/16", Nodes: 3,
+	lc, mysql, err = localcluster.StartWithOperator(localcluster.Options{Instance: "e2", Bridge: "mysqlop-e2", CIDR: "10.245.0.0/16", Nodes: 3,
 		ExtraImages: map[string]string{"mysql-operator:" + nextVersion: next}})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: start local cluster:", err)
+		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
 	defer lc.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := lc.InstallOperator(ctx, operatorNamespace, "kubeAPI.qps=100", "kubeAPI.burst=200"); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	if mysql, err = versioned.NewForConfig(lc.CP.Config); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
 	apps = lc.Pools(ns, "app", appPassword)
 	apps.MaxOpen = 2
 	defer apps.Close()
 	code := m.Run()
 	if code != 0 {
-		lc.CP.DumpLogs(os.Stderr, 30)
-		// There is no kubelet API for kubectl logs: the runtime keeps container logs in files.
-		pods, _ := lc.CP.Kube.CoreV1().Pods(operatorNamespace).List(context.Background(), metav1.ListOptions{})
-		for i := range pods.Items {
-			fmt.Fprintf(os.Stderr, "===== operator log (%s) =====\n%s\n", pods.Items[i].Name, tail(lc.Log(&pods.Items[i], "operator"), 60))
-		}
+		lc.DumpFailure(os.Stderr, 60)
 	}
 	return code
 }
@@ -94,12 +77,4 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, cond); err != nil {
 		t.Fatalf("%s: not within %v: %v", what, timeout, err)
 	}
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

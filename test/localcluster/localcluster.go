@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	"github.com/mysqlop/mysql-operator/test/framework"
 	"github.com/mysqlop/mysql-operator/test/localkubelet"
 	"github.com/mysqlop/mysql-operator/test/proc"
@@ -266,4 +267,43 @@ func (c *Cluster) SetRoutes(pod *corev1.Pod, ips []string, cut bool) error {
 		}
 	}
 	return nil
+}
+
+// OperatorNamespace is where the suites install the operator.
+const OperatorNamespace = "mysqlop-system"
+
+// StartWithOperator starts a cluster (Start) and installs the operator's chart into
+// OperatorNamespace with the client rate the suites use, and returns a client of the
+// operator's API; on error what was started is stopped.
+func StartWithOperator(o Options) (*Cluster, versioned.Interface, error) {
+	c, err := Start(o)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start local cluster: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.InstallOperator(ctx, OperatorNamespace, "kubeAPI.qps=100", "kubeAPI.burst=200"); err != nil {
+		c.Stop()
+		return nil, nil, err
+	}
+	client, err := versioned.NewForConfig(c.CP.Config)
+	if err != nil {
+		c.Stop()
+		return nil, nil, err
+	}
+	return c, client, nil
+}
+
+// DumpFailure writes the control plane's logs and the last lines (0: all) of the operator's
+// (there is no kubelet API for kubectl logs: the runtime keeps container logs in files).
+func (c *Cluster) DumpFailure(w io.Writer, lines int) {
+	c.CP.DumpLogs(w, 30)
+	pods, _ := c.CP.Kube.CoreV1().Pods(OperatorNamespace).List(context.Background(), metav1.ListOptions{})
+	for i := range pods.Items {
+		log := c.Log(&pods.Items[i], "operator")
+		if all := strings.Split(strings.TrimRight(log, "\n"), "\n"); lines > 0 && len(all) > lines {
+			log = strings.Join(all[len(all)-lines:], "\n")
+		}
+		fmt.Fprintf(w, "===== operator log (%s) =====\n%s\n", pods.Items[i].Name, log)
+	}
 }
