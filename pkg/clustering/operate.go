@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -238,18 +239,26 @@ func (o *Operator) switchover(ctx context.Context, op Operation) error {
 // other reachable replicas follow it. Unreachable targets are left to later decisions.
 func (o *Operator) failover(ctx context.Context, op Operation) error {
 	f := o.Flavor
-	var reachable []int
+	// All at once: against a source whose packets are dropped (a cut network), each
+	// STOP SLAVE IO_THREAD takes about 2 s (measured on MariaDB 10.11).
+	var targets []int
 	for _, t := range append([]int{op.Primary}, op.Targets...) {
-		if t == op.From {
-			continue
+		if t != op.From {
+			targets = append(targets, t)
 		}
-		if err := o.Instances[t].ExecSQL(ctx, f.StopReplicaIO()); err != nil {
-			if t == op.Primary {
-				return fmt.Errorf("failover: stop receiving on candidate %d: %w", t, err)
-			}
-			continue
-		}
-		if t != op.Primary {
+	}
+	stopped := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for k, t := range targets {
+		wg.Go(func() { stopped[k] = o.Instances[t].ExecSQL(ctx, f.StopReplicaIO()) })
+	}
+	wg.Wait()
+	var reachable []int
+	for k, t := range targets {
+		switch {
+		case t == op.Primary && stopped[k] != nil:
+			return fmt.Errorf("failover: stop receiving on candidate %d: %w", t, stopped[k])
+		case t != op.Primary && stopped[k] == nil:
 			reachable = append(reachable, t)
 		}
 	}
