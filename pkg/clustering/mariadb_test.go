@@ -667,11 +667,12 @@ func TestPrimaryKilledAndRestartedAtOnceOnMariaDB(t *testing.T) {
 	}
 	acked := w.Stop()
 	p := c.m.Primary()
+	// Waits until the replicas applied all the primary executed.
+	c.assertConverged(p, others3(p)...)
 	for i := range 3 {
 		if missing := c.lost(i, acked); len(missing) > 0 {
 			t.Errorf("server %d lacks %d of %d acknowledged writes", i, len(missing), len(acked))
 		}
 	}
-	c.assertConverged(p, others3(p)...)
 	t.Logf("%d writes acknowledged", len(acked))
 }
