@@ -151,12 +151,16 @@ func TestChaos(t *testing.T) {
 				r, k, o.newPrimary.Round(time.Millisecond), o.unavailable.Round(time.Millisecond), o.healthy.Round(time.Millisecond), o.acked, o.lost)
 			outcomes = append(outcomes, o)
 			if t.Failed() {
-				report(outcomes)
+				fmt.Print(report(outcomes))
 				t.FailNow()
 			}
 		}
+		// Written after every round: a long run cut short still leaves its figures.
+		if f := os.Getenv("CHAOS_REPORT"); f != "" {
+			_ = os.WriteFile(f, []byte(fmt.Sprintf("%d rounds\n%s", r, report(outcomes))), 0o644)
+		}
 	}
-	report(outcomes)
+	fmt.Print(report(outcomes))
 }
 
 // inject runs one fault of kind k, waits until the cluster healed without help, and checks
@@ -478,8 +482,8 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 	}
 }
 
-// report prints the figures per fault kind (and all kinds together), as a table.
-func report(outcomes []outcome) {
+// report returns the figures per fault kind (and all kinds together), as a table.
+func report(outcomes []outcome) string {
 	byKind := map[kind][]outcome{}
 	for _, o := range outcomes {
 		byKind[o.kind] = append(byKind[o.kind], o)
@@ -505,10 +509,7 @@ func report(outcomes []outcome) {
 		}
 	}
 	row("all", outcomes)
-	fmt.Print(b.String())
-	if f := os.Getenv("CHAOS_REPORT"); f != "" {
-		_ = os.WriteFile(f, []byte(b.String()), 0o644)
-	}
+	return b.String()
 }
 
 // pct is "p50 / p99" of ds ("-" when empty; p99 of fewer than 100 values is the maximum).
