@@ -268,7 +268,15 @@ func serve(ctx context.Context, addr string, h http.Handler) error {
 	return nil
 }
 
+// defaultIdentity is the pod's name in a pod (POD_NAME, from the downward API): pod names are
+// unique, and a container restarted in the same pod (its old process is gone) then takes its
+// own lease back at once instead of leaving the cluster without an operator until it
+// expires (15 s, seen in the middle of a failover). Elsewhere, two processes may share a
+// host name: the host name plus a random suffix.
 func defaultIdentity() (string, error) {
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		return pod, nil
+	}
 	host, err := os.Hostname()
 	if err != nil {
 		return "", fmt.Errorf("leader election identity: %w", err)

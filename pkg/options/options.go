@@ -55,7 +55,8 @@ type Options struct {
 	// LeaderElectNamespace and LeaderElectID name the Lease.
 	LeaderElectNamespace string
 	LeaderElectID        string
-	// LeaderElectIdentity is this process's holder identity; default hostname plus a suffix.
+	// LeaderElectIdentity is this process's holder identity; default the pod's name
+	// (POD_NAME), else the host name plus a random suffix.
 	LeaderElectIdentity string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
 	LeaseDuration time.Duration
