@@ -24,8 +24,11 @@ type cluster struct {
 	last    clustering.Decision
 }
 
-func newCluster(t *testing.T, n int) *cluster {
-	servers := mariadb.Start(t, n, mariadb.Options{})
+func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, mariadb.Options{}) }
+
+// newClusterWith is newCluster on servers started with o (the operator's my.cnf, say).
+func newClusterWith(t *testing.T, n int, o mariadb.Options) *cluster {
+	servers := mariadb.Start(t, n, o)
 	op := mariadb.Operator(servers)
 	m := clustering.NewManager(op, n)
 	m.ProbeTimeout = time.Second
@@ -321,9 +324,8 @@ func TestFailoverRightAfterSwitchoverOnMariaDB(t *testing.T) {
 // (so GTID positions alone no longer tell the old primary's extra commit apart) and restarts
 // the old primary. It returns the cluster and the new primary.
 func crashWithAnUnacknowledgedCommit(t *testing.T, myCnf string) (*cluster, int) {
-	servers := mariadb.Start(t, 3, mariadb.Options{MyCnf: myCnf})
-	cl := &cluster{t: t, servers: servers, m: clustering.NewManager(mariadb.Operator(servers), 3)}
-	cl.m.ProbeTimeout = time.Second
+	cl := newClusterWith(t, 3, mariadb.Options{MyCnf: myCnf})
+	servers := cl.servers
 	cl.converge("bootstrap", 30*time.Second, healthy(0))
 	if err := mariadb.CreateApp(context.Background(), cl.db(0)); err != nil {
 		t.Fatal(err)
@@ -606,9 +608,8 @@ func (a *killingAgents) KillServer(_ context.Context, i int) error {
 // no waiting commit is answered OK, and crash recovery with the operator's configuration
 // (init_rpl_role) truncates them, so the member comes back holding none of them.
 func TestStrayWritableIsFencedByKillingItsServerOnMariaDB(t *testing.T) {
-	servers := mariadb.Start(t, 3, mariadb.Options{MyCnf: mariaDBConfig()})
-	c := &cluster{t: t, servers: servers, m: clustering.NewManager(mariadb.Operator(servers), 3)}
-	c.m.ProbeTimeout = time.Second
+	c := newClusterWith(t, 3, mariadb.Options{MyCnf: mariaDBConfig()})
+	servers := c.servers
 	c.converge("bootstrap", 30*time.Second, healthy(0))
 	createApp(t, c, 0)
 	want := c.executed(0)
@@ -649,9 +650,7 @@ func TestStrayWritableIsFencedByKillingItsServerOnMariaDB(t *testing.T) {
 // cluster ends Healthy every time, with every acknowledged write on every member and the same
 // data everywhere.
 func TestPrimaryKilledAndRestartedAtOnceOnMariaDB(t *testing.T) {
-	servers := mariadb.Start(t, 3, mariadb.Options{MyCnf: mariaDBConfig()})
-	c := &cluster{t: t, servers: servers, m: clustering.NewManager(mariadb.Operator(servers), 3)}
-	c.m.ProbeTimeout = time.Second
+	c := newClusterWith(t, 3, mariadb.Options{MyCnf: mariaDBConfig()})
 	c.converge("bootstrap", 30*time.Second, healthy(0))
 	createApp(t, c, 0)
 	w := startWriter(t, c)
