@@ -171,7 +171,7 @@ func TestBackupsToS3(t *testing.T) {
 	if hex.EncodeToString(h.Sum(nil)) != b.Status.SHA256 || !strings.Contains(string(dump), "CREATE TABLE `t`") {
 		t.Fatalf("stored object: checksum %s (status %s), dump of %d bytes", hex.EncodeToString(h.Sum(nil)), b.Status.SHA256, len(dump))
 	}
-	if _, ok := events(t, ns, "nightly")[reasons.BackupCompleted]; !ok {
+	if _, ok := event(t, ns, "nightly", reasons.BackupCompleted); !ok {
 		t.Error("no BackupCompleted event")
 	}
 
@@ -212,7 +212,7 @@ func TestBackupsToS3(t *testing.T) {
 	}
 	// Writes were stopped for the load and resumed after it.
 	for _, want := range []string{reasons.WritesStopped, reasons.WritesResumed} {
-		if _, ok := events(t, ns, "db")[want]; !ok {
+		if _, ok := event(t, ns, "db", want); !ok {
 			t.Errorf("no %s event on the cluster", want)
 		}
 	}

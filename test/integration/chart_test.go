@@ -57,7 +57,7 @@ func TestHelmChartRBACIsEnough(t *testing.T) {
 			})
 			createCluster(t, newCluster(watched, "db", 3, "10.11.6"))
 			waitHealthy(t, watched, "db", 3, 60*time.Second)
-			if _, ok := events(t, watched, "db")[reasons.Created]; !ok {
+			if _, ok := event(t, watched, "db", reasons.Created); !ok {
 				t.Error("no Created event: the ServiceAccount cannot record events")
 			}
 			ctx := context.Background()

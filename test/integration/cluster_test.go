@@ -219,7 +219,7 @@ func TestUpgradeRollsAndDowngradeIsRefused(t *testing.T) {
 		c := waitHealthy(t, ns, "db", 3, 90*time.Second)
 		return c.Status.CurrentVersion == "10.11.8", nil
 	})
-	if _, ok := events(t, ns, "db")["VersionUpgraded"]; !ok {
+	if _, ok := event(t, ns, "db", "VersionUpgraded"); !ok {
 		t.Error("no VersionUpgraded event")
 	}
 
@@ -232,7 +232,7 @@ func TestUpgradeRollsAndDowngradeIsRefused(t *testing.T) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionAccepted)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == "DowngradeRefused", nil
 	})
-	if msg, ok := events(t, ns, "db")["DowngradeRefused"]; !ok || !strings.Contains(msg, "10.6.1") {
+	if msg, ok := event(t, ns, "db", "DowngradeRefused"); !ok || !strings.Contains(msg, "10.6.1") {
 		t.Errorf("DowngradeRefused event: %q", msg)
 	}
 	sts, _ := cp.Kube.AppsV1().StatefulSets(ns).Get(context.Background(), "db", metav1.GetOptions{})
@@ -307,7 +307,7 @@ func TestNewOperatorVersionUpdatesAgentInPlace(t *testing.T) {
 	eventually(t, 30*time.Second, "status.operatorVersion", func(ctx context.Context) (bool, error) {
 		return getCluster(t, ns, "db").Status.OperatorVersion == "v0.0.2-test", nil
 	})
-	if _, ok := events(t, ns, "db")["AgentUpdated"]; !ok {
+	if _, ok := event(t, ns, "db", "AgentUpdated"); !ok {
 		t.Error("no AgentUpdated event")
 	}
 }
@@ -330,7 +330,7 @@ func TestForeignServiceIsLeftAlone(t *testing.T) {
 		cond := meta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionSynced)
 		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == "ErrResourceExists", nil
 	})
-	if msg, ok := events(t, ns, "db")["ErrResourceExists"]; !ok || !strings.Contains(msg, "db-primary") {
+	if msg, ok := event(t, ns, "db", "ErrResourceExists"); !ok || !strings.Contains(msg, "db-primary") {
 		t.Errorf("ErrResourceExists event: %q", msg)
 	}
 	// The rest of the cluster is still built; the foreign Service is exactly as it was.

@@ -64,7 +64,7 @@ func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
 		_, still := getCluster(t, ns, "db").Annotations[cluster.AnnotationSwitchoverTo]
 		return !still, nil
 	})
-	if _, ok := events(t, ns, "db")["SwitchOver"]; !ok {
+	if _, ok := event(t, ns, "db", "SwitchOver"); !ok {
 		t.Error("no SwitchOver event")
 	}
 	waitEndpoints(t, ns, "db-primary", "db-2")
@@ -82,7 +82,7 @@ func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
 		newPrimary = c.Status.Primary
 		return newPrimary == "db-0" || newPrimary == "db-1", nil
 	})
-	if msg, ok := events(t, ns, "db")["FailOver"]; !ok {
+	if msg, ok := event(t, ns, "db", "FailOver"); !ok {
 		t.Error("no FailOver event")
 	} else {
 		t.Logf("FailOver event: %s", msg)
@@ -227,7 +227,7 @@ func TestScaleDownSwitchesOverFirst(t *testing.T) {
 		primary := getCluster(t, ns, "db").Status.Primary
 		return *sts.Spec.Replicas == 2 && (primary == "db-0" || primary == "db-1"), nil
 	})
-	if _, ok := events(t, ns, "db")["SwitchOver"]; !ok {
+	if _, ok := event(t, ns, "db", "SwitchOver"); !ok {
 		t.Error("no SwitchOver event")
 	}
 }

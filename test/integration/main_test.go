@@ -226,15 +226,27 @@ func waitHealthy(t *testing.T, ns, name string, members int32, timeout time.Dura
 }
 
 // events returns the reasons of the events recorded for object name in ns.
-func events(t *testing.T, ns, name string) map[string]string {
+// event waits for an event with reason on the object name and returns its message. Events
+// are recorded asynchronously by the broadcaster, so one may land after the status write
+// a test has just seen; a missing event after eventWait is a failure.
+func event(t *testing.T, ns, name, reason string) (string, bool) {
 	t.Helper()
-	list, err := cp.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-	if err != nil {
-		t.Fatalf("list events: %v", err)
-	}
-	out := map[string]string{}
-	for _, e := range list.Items {
-		out[e.Reason] = e.Message
-	}
-	return out
+	var msg string
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, eventWait, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+		if err != nil {
+			return false, fmt.Errorf("list events: %w", err)
+		}
+		for _, e := range list.Items {
+			if e.Reason == reason {
+				msg = e.Message
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return msg, err == nil
 }
+
+// eventWait bounds how long event waits for the broadcaster.
+const eventWait = 15 * time.Second

@@ -245,13 +245,12 @@ func TestPhysicalRestore(t *testing.T) {
 	if c := getCluster(t, ns, "db"); !strings.HasPrefix(c.Annotations[resources.AnnotationDataRestored], "back/") {
 		t.Errorf("cluster annotations after the restore: %v", c.Annotations)
 	}
-	ev := events(t, ns, "db")
 	for _, want := range []string{reasons.WritesStopped, reasons.WritesResumed, reasons.MemberRestarted} {
-		if _, ok := ev[want]; !ok {
+		if _, ok := event(t, ns, "db", want); !ok {
 			t.Errorf("no %s event on the cluster", want)
 		}
 	}
-	if _, ok := events(t, ns, "back")[reasons.RestoreCompleted]; !ok {
+	if _, ok := event(t, ns, "back", reasons.RestoreCompleted); !ok {
 		t.Error("no RestoreCompleted event")
 	}
 

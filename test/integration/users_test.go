@@ -160,7 +160,7 @@ func TestUsersAndDatabasesOnMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUserReady(t, ns, "app", reasons.SecretNotFound)
-	if _, ok := events(t, ns, "app")[reasons.SecretNotFound]; !ok {
+	if _, ok := event(t, ns, "app", reasons.SecretNotFound); !ok {
 		t.Error("no SecretNotFound event")
 	}
 	if st := accountOn(t, servers[0], "app"); st != nil {
@@ -214,7 +214,7 @@ func TestUsersAndDatabasesOnMariaDB(t *testing.T) {
 	if logsIn(servers[0], "app", "first-Pa55") == nil {
 		t.Error("the old password still logs in")
 	}
-	if _, ok := events(t, ns, "app")[reasons.PasswordRotated]; !ok {
+	if _, ok := event(t, ns, "app", reasons.PasswordRotated); !ok {
 		t.Error("no PasswordRotated event")
 	}
 
