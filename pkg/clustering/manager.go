@@ -3,6 +3,7 @@ package clustering
 import (
 	"context"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -88,23 +89,25 @@ func (m *Manager) ClearErrant() { m.errant = nil }
 // Gather reads every instance's state, each bounded by ProbeTimeout. The recorded primary is
 // read last: a replica read after the primary could show transactions committed in between
 // and look errant, while a primary read after its replicas holds everything they showed.
+// The others are read at once, so that unreachable members cost one timeout, not one each.
 func (m *Manager) Gather(ctx context.Context) []Instance {
 	n := len(m.Operator.Instances)
 	out := make([]Instance, n)
-	order := make([]int, 0, n)
-	for i := range n {
-		if i != m.primary {
-			order = append(order, i)
-		}
-	}
-	if m.primary >= 0 && m.primary < n {
-		order = append(order, m.primary)
-	}
-	for _, i := range order {
+	probe := func(i int) {
 		out[i] = Instance{Index: i, Host: m.Operator.Endpoints[i].Host, Port: m.Operator.Endpoints[i].Port}
 		pctx, cancel := context.WithTimeout(ctx, m.ProbeTimeout)
 		out[i].Status, out[i].Err = m.Operator.Instances[i].Status(pctx)
 		cancel()
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		if i != m.primary {
+			wg.Go(func() { probe(i) })
+		}
+	}
+	wg.Wait()
+	if m.primary >= 0 && m.primary < n {
+		probe(m.primary)
 	}
 	return out
 }

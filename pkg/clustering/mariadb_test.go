@@ -675,3 +675,55 @@ func TestPrimaryKilledAndRestartedAtOnceOnMariaDB(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged", len(acked))
 }
+
+// A primary whose packets are dropped: on a semi-sync replica STOP SLAVE IO_THREAD connects
+// to the source to end its dump thread, and waits up to rpl_semi_sync_slave_kill_conn_timeout
+// for it. MariaDB's default (5 s) outlasted the operator's read timeout, so every failover
+// from a cut network failed and was retried a round later; with the operator's my.cnf (1 s)
+// it succeeds at its first attempt.
+func TestFailoverFromASilentPrimaryOnMariaDB(t *testing.T) {
+	c := newClusterWith(t, 3, mariadb.Options{MyCnf: mariaDBConfig()})
+	// The replicas reach the primary through the proxy; the operator reaches it directly,
+	// with the operator's timeouts.
+	proxy := mariadb.StartProxy(t, c.servers[0].Addr())
+	c.m.Operator.Endpoints[0].Port = proxy.Port
+	for i, s := range c.servers {
+		db, err := mysql.Open(mysql.ConnConfig{Addr: s.Addr(), User: mariadb.AdminUser, Password: mariadb.AdminPassword, Timeout: clustering.ConnTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		c.m.Operator.Instances[i] = &mysql.Instance{DB: db, Flavor: mysql.MariaDB}
+	}
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	createApp(t, c, 0)
+	w := startWriter(t, c)
+	time.Sleep(500 * time.Millisecond)
+	proxy.Silence()
+	c.servers[0].Kill()
+	start := time.Now()
+	for {
+		d, err := c.m.Step(context.Background())
+		if d.Op.Kind == clustering.OpFailover {
+			if err != nil {
+				t.Fatalf("failover from a silent primary: %v", err)
+			}
+			t.Logf("promoted %d %v after the primary went silent", d.Primary, time.Since(start).Round(time.Millisecond))
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("no failover within 30 s: %s %q", d.State, d.Reason)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	acked := w.Stop()
+	p := c.m.Primary()
+	other := 3 - p // the survivors are 1 and 2
+	c.converge("the other replica follows", 30*time.Second, func(d clustering.Decision) bool { return d.Ready[other] })
+	c.assertConverged(p, other)
+	for _, i := range []int{p, other} {
+		if missing := c.lost(i, acked); len(missing) > 0 {
+			t.Errorf("server %d lacks %d of %d acknowledged writes", i, len(missing), len(acked))
+		}
+	}
+}

@@ -226,6 +226,11 @@ func sleep(ctx context.Context, tick <-chan time.Time) bool {
 	}
 }
 
+// probeTimeout bounds one probe of a member. A healthy member answers in milliseconds; a
+// member whose packets are dropped answers never, and failover waits for two such probes, so
+// this bound is most of the time to fail over from a cut network.
+const probeTimeout = time.Second
+
 // buildManager opens one connection pool per member and returns a manager that resumes from
 // prev's record (or the status's when there is no prev).
 func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.Agents) (*clustering.Manager, []*sql.DB, error) {
@@ -242,7 +247,7 @@ func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.
 	}
 	var dbs []*sql.DB
 	for _, e := range cfg.endpoints {
-		db, err := mysql.Open(mysql.ConnConfig{Addr: fmt.Sprintf("%s:%d", e.Host, e.Port), User: mysql.OperatorUser, Password: cfg.operatorPass, Timeout: 2 * time.Second})
+		db, err := mysql.Open(mysql.ConnConfig{Addr: fmt.Sprintf("%s:%d", e.Host, e.Port), User: mysql.OperatorUser, Password: cfg.operatorPass, Timeout: clustering.ConnTimeout})
 		if err != nil {
 			for _, d := range dbs {
 				d.Close()
@@ -253,7 +258,7 @@ func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.
 		op.Instances = append(op.Instances, &mysql.Instance{DB: db, Flavor: cfg.flavor})
 	}
 	m := clustering.Resume(op, len(cfg.endpoints), rec)
-	m.ProbeTimeout = 2 * time.Second
+	m.ProbeTimeout = probeTimeout
 	return m, dbs, nil
 }
 

@@ -62,6 +62,10 @@ func owned(flavor v1alpha1.Flavor) [][2]string {
 			// was told succeeded, and can follow the new primary. loose_: servers before
 			// 10.6.17 / 10.11.7 lack the option (they keep the tail; re-seeding covers them).
 			[2]string{"loose_init_rpl_role", "SLAVE"},
+			// STOP SLAVE on a semi-sync replica connects to the source to end its dump
+			// thread, waiting up to this many seconds (default 5): against a source whose
+			// packets are dropped, that wait held every failover from a cut network.
+			[2]string{"rpl_semi_sync_slave_kill_conn_timeout", "1"},
 		)
 	}
 	return append(common,

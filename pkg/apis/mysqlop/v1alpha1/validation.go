@@ -18,7 +18,7 @@ var OperatorOwnedConfigKeys = []string{
 	"gtid_strict_mode", "init_rpl_role", "log_bin", "log_replica_updates", "log_slave_updates", "pid_file", "plugin_load_add",
 	"port", "read_only", "relay_log", "report_host", "report_port",
 	"rpl_semi_sync_master_enabled", "rpl_semi_sync_replica_enabled", "rpl_semi_sync_slave_enabled",
-	"rpl_semi_sync_source_enabled", "server_id", "skip_replica_start", "skip_slave_start",
+	"rpl_semi_sync_slave_kill_conn_timeout", "rpl_semi_sync_source_enabled", "server_id", "skip_replica_start", "skip_slave_start",
 	"socket", "super_read_only",
 }
 
