@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
@@ -45,9 +46,10 @@ const (
 	nodeKilled      kind = "every pod of the primary's node killed"
 	operatorKilled  kind = "operator killed during a failover"
 	secondCrash     kind = "second primary crash during the repair"
+	reseedKilled    kind = "operator killed during a re-seed"
 )
 
-var kinds = []kind{killOnce, crashLoop, partition, cutFromReplicas, operatorCut, nodeKilled, operatorKilled, secondCrash}
+var kinds = []kind{killOnce, crashLoop, partition, cutFromReplicas, operatorCut, nodeKilled, operatorKilled, secondCrash, reseedKilled}
 
 // outcome is what one fault did.
 type outcome struct {
@@ -142,8 +144,10 @@ func TestChaos(t *testing.T) {
 	var outcomes []outcome
 	for r := 1; r <= rounds; r++ {
 		for _, k := range kinds {
-			// CHAOS_ONLY (a part of a kind's name) runs one kind, to look into it.
-			if only := os.Getenv("CHAOS_ONLY"); only != "" && !strings.Contains(string(k), only) {
+			// CHAOS_ONLY (parts of kinds' names, comma-separated) runs those kinds, to look into them.
+			if only := os.Getenv("CHAOS_ONLY"); only != "" && !slices.ContainsFunc(strings.Split(only, ","), func(part string) bool {
+				return strings.Contains(string(k), part)
+			}) {
 				continue
 			}
 			o := s.inject(k)
@@ -249,6 +253,9 @@ func (s *suite) inject(k kind) outcome {
 		}) {
 			t.Fatalf("%s: no failover from %s", k, second)
 		}
+	case reseedKilled:
+		victim = s.reseedKilled(start)
+		defer s.setReseed("")
 	}
 	// A fault the status has not shown yet (a server that restarted within a second) is not
 	// over: give it up to 5 s to show before waiting for Healthy.
@@ -258,6 +265,9 @@ func (s *suite) inject(k kind) outcome {
 	})
 	s.waitHealthy(3, s.bound)
 	o.healthy = time.Since(start)
+	if k == reseedKilled {
+		s.errantGone(victim.Name)
+	}
 	close(quit)
 	select {
 	case at := <-promotedAt:
@@ -265,8 +275,73 @@ func (s *suite) inject(k kind) outcome {
 	default:
 	}
 	o.unavailable = s.w.MaxGap(start, time.Now())
+
 	o.acked, o.lost = s.check()
 	return o
+}
+
+// reseedKilled makes a replica diverge (a transaction of its own, written past read_only with
+// the operator's account) under a policy that re-seeds diverged members, and SIGKILLs the
+// operator as soon as the re-seed began: the next operator must finish the repair. It
+// returns the diverged replica.
+func (s *suite) reseedKilled(since time.Time) *corev1.Pod {
+	t := s.t
+	t.Helper()
+	s.setReseed(v1alpha1.ReseedDiverged)
+	victim := s.otherPods(statusPrimary())[0]
+	db, err := s.admins.Get(victim.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE DATABASE " + errantSchema); err != nil {
+		t.Fatalf("%s: errant write on %s: %v", reseedKilled, victim.Name, err)
+	}
+	eventually(t, time.Minute, "a re-seed of "+victim.Name+" begun", func(ctx context.Context) (bool, error) {
+		list, err := lc.CP.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + events.MemberReseeded})
+		if err != nil {
+			return false, nil
+		}
+		for _, e := range list.Items {
+			if !e.LastTimestamp.Time.Before(since.Truncate(time.Second)) && strings.Contains(e.Message, victim.Name) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if pid, err := lc.PID(operatorPod(t), "operator"); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return victim
+}
+
+// errantGone checks that a re-seeded member lost the schema it alone had. (An errant member
+// is never ready, so Healthy already means re-seeded, and check finds its position equal
+// to the others'.)
+func (s *suite) errantGone(member string) {
+	eventually(s.t, time.Minute, "the errant schema gone from "+member, func(ctx context.Context) (bool, error) {
+		db, err := s.admins.Get(member)
+		if err != nil {
+			return false, nil
+		}
+		var n int
+		err = db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = ?", errantSchema).Scan(&n)
+		return err == nil && n == 0, nil
+	})
+}
+
+// errantSchema is what reseedKilled writes on a replica alone.
+const errantSchema = "chaos_errant"
+
+// setReseed sets spec.replication.reseed ("" for the default).
+func (s *suite) setReseed(p v1alpha1.ReseedPolicy) {
+	s.t.Helper()
+	patch := []byte(`{"spec":{"replication":{"reseed":null}}}`)
+	if p != "" {
+		patch = []byte(fmt.Sprintf(`{"spec":{"replication":{"reseed":%q}}}`, p))
+	}
+	if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		s.t.Fatalf("set reseed %q: %v", p, err)
+	}
 }
 
 // cut applies a network fault, keeps it until moved reports a new primary (within a minute)
