@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/options"
@@ -338,6 +339,55 @@ func TestForeignServiceIsLeftAlone(t *testing.T) {
 	got, _ := cp.Kube.CoreV1().Services(ns).Get(ctx, "db-primary", metav1.GetOptions{})
 	if got.ResourceVersion != foreign.ResourceVersion || len(got.OwnerReferences) != 0 {
 		t.Errorf("foreign service was modified: %+v", got.ObjectMeta)
+	}
+}
+
+// A credentials Secret someone else made is never used: the cluster stops before any pod
+// could mount it, and starts with credentials of its own once that Secret is gone.
+func TestForeignCredentialsSecretStopsTheCluster(t *testing.T) {
+	ns := cp.NewNamespace(t)
+	ctx := context.Background()
+	foreign := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-credentials", Namespace: ns},
+		Data:       map[string][]byte{resources.SecretKeyOperatorPassword: []byte("chosen-by-someone-else")},
+	}
+	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	startOperator(t, ns)
+	createCluster(t, newCluster(ns, "db", 1, "10.11.6"))
+	eventually(t, 30*time.Second, "Synced=False/ErrResourceExists", func(ctx context.Context) (bool, error) {
+		cond := meta.FindStatusCondition(getCluster(t, ns, "db").Status.Conditions, v1alpha1.ConditionSynced)
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == "ErrResourceExists" && strings.Contains(cond.Message, "db-credentials"), nil
+	})
+	if msg, ok := event(t, ns, "db", "ErrResourceExists"); !ok || !strings.Contains(msg, "db-credentials") {
+		t.Errorf("ErrResourceExists event: %q", msg)
+	}
+	// The other children are built in the same round as the Secret's conflict is found.
+	eventually(t, 30*time.Second, "the primary Service", func(ctx context.Context) (bool, error) {
+		_, err := cp.Kube.CoreV1().Services(ns).Get(ctx, "db-primary", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if _, err := cp.Kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a StatefulSet was created beside a foreign credentials Secret: %v", err)
+	}
+	got, _ := cp.Kube.CoreV1().Secrets(ns).Get(ctx, "db-credentials", metav1.GetOptions{})
+	if len(got.OwnerReferences) != 0 || len(got.Data) != 1 {
+		t.Errorf("foreign Secret was modified: owners %v, %d keys", got.OwnerReferences, len(got.Data))
+	}
+
+	// Once it is gone, the next reconcile (here: a change to the cluster) makes the cluster's own.
+	if err := cp.Kube.CoreV1().Secrets(ns).Delete(ctx, "db-credentials", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"metadata":{"annotations":{"test/touch":"1"}}}`)
+	if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(ctx, "db", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, ns, "db", 1, 90*time.Second)
+	own, err := cp.Kube.CoreV1().Secrets(ns).Get(ctx, "db-credentials", metav1.GetOptions{})
+	if err != nil || metav1.GetControllerOf(own) == nil || string(own.Data[resources.SecretKeyOperatorPassword]) == "chosen-by-someone-else" {
+		t.Fatalf("credentials Secret after the foreign one went: %v", err)
 	}
 }
 

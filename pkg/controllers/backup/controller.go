@@ -38,6 +38,7 @@ import (
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 )
 
 // Name is the controller's name in logs, metrics and its workqueue.
@@ -371,7 +372,7 @@ func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.M
 // AgentClient returns a client of member's agent, with the cluster's agent token and agent
 // certificate (pinned: the agent must present it) from the operator's cache of its own Secrets.
 func AgentClient(secrets corelisters.SecretLister, resolve resources.Resolver, cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
-	sec, err := secrets.Secrets(cl.Namespace).Get(resources.CredentialsSecretName(cl))
+	sec, err := secret.Get(secrets, cl)
 	if err != nil {
 		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
 	}

@@ -100,12 +100,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		plan.Restart = nil
 	}
 	var view *clusteringView
-	if c.cfg.Clustering && !children.statefulSetConflict {
+	if c.cfg.Clustering && !children.blocked {
 		var err error
 		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, prev, pods, plan, f)
 		syncErr = errors.Join(syncErr, err)
 	}
-	if !children.statefulSetConflict {
+	if !children.blocked {
 		syncErr = errors.Join(syncErr, c.applyPlan(ctx, cluster, &desiredSTS.Spec.Template, plan))
 	}
 
@@ -164,8 +164,10 @@ type childrenResult struct {
 	current *appsv1.StatefulSet
 	// conflicts names the children left alone because someone else controls them.
 	conflicts []string
-	// statefulSetConflict is set when the StatefulSet is one of them: its pods are not ours.
-	statefulSetConflict bool
+	// blocked is set when the StatefulSet or the credentials Secret is one of them: the pods
+	// are not ours, or would run with credentials the operator did not choose. Nothing acts
+	// on the members then.
+	blocked bool
 }
 
 // syncChildren brings every child to the desired state and returns the joined transient errors.
@@ -179,14 +181,15 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		case err == nil:
 		case errors.As(err, &ce):
 			res.conflicts = append(res.conflicts, ce.kind+" "+ce.name)
-			res.statefulSetConflict = res.statefulSetConflict || ce.kind == "StatefulSet"
+			res.blocked = res.blocked || ce.kind == "StatefulSet"
 		default:
 			errs = append(errs, err)
 		}
 	}
 
+	// Only the cluster's own Secret's values are kept: a foreign one's are not ours to use.
 	var existingData map[string][]byte
-	if s, err := c.secrets.Secrets(cluster.Namespace).Get(resources.CredentialsSecretName(cluster)); err == nil {
+	if s, err := secret.Get(c.secrets, cluster); err == nil {
 		existingData = s.Data
 	}
 	sec, err := secret.New(cluster, existingData, opVersion, c.rand)
@@ -195,6 +198,8 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	}
 	_, err = ensure(ctx, c, cluster, c.secretOps(cluster), sec)
 	record(err)
+	var ce *conflictError
+	credentialsConflict := errors.As(err, &ce)
 
 	cm := configmap.New(cluster, opVersion)
 	setSpecHash(cm, cm.Data)
@@ -221,10 +226,15 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		ConfigHash:      resources.Hash(cm.Data),
 	})
 	setSpecHash(sts, sts.Spec)
+	res.statefulSet = sts
+	if credentialsConflict {
+		// Pods would mount someone else's credentials: the cluster stops as for a foreign
+		// StatefulSet, and a StatefulSet already there is left as it is.
+		res.blocked = true
+		return res, errors.Join(errs...)
+	}
 	res.current, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
 	record(err)
-
-	res.statefulSet = sts
 	return res, errors.Join(errs...)
 }
 
@@ -233,7 +243,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 // scale-down would remove the primary, or when the rollout would restart the primary (holding
 // that restart until the primary moved), and clears a switchover request once it is done.
 func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, prev *clustering.Decision, pods []*corev1.Pod, plan podPlan, f fence) (*clusteringView, podPlan, error) {
-	sec, err := c.secrets.Secrets(cluster.Namespace).Get(resources.CredentialsSecretName(cluster))
+	sec, err := secret.Get(c.secrets, cluster)
 	if err != nil {
 		return nil, plan, nil // created in this round; the next one starts clustering
 	}

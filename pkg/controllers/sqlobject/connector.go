@@ -14,6 +14,7 @@ import (
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 )
 
 // Ready condition reasons for why a change cannot be made now. Each clears by itself when
@@ -80,9 +81,13 @@ func (c *Connector) Primary(ctx context.Context, namespace, name string) (*mysql
 	if cl.Status.Primary == "" {
 		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s has no primary yet", name)}
 	}
-	sec, err := c.Secrets.Secrets(namespace).Get(resources.CredentialsSecretName(cl))
-	if apierrors.IsNotFound(err) {
+	sec, err := secret.Get(c.Secrets, cl)
+	var nc *secret.NotControlledError
+	switch {
+	case apierrors.IsNotFound(err):
 		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s has no credentials Secret yet", name)}
+	case errors.As(err, &nc):
+		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s: %v", name, err)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get credentials of cluster %s/%s: %w", namespace, name, err)

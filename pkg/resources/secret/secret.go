@@ -20,6 +20,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
@@ -146,4 +148,27 @@ func AgentCertificate(now time.Time) (certPEM, keyPEM []byte, err error) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// NotControlledError reports a Secret with the credentials Secret's name that the cluster
+// does not control: someone else made it, so its passwords, token and certificate were not
+// chosen by the operator and are never used.
+type NotControlledError struct{ Name string }
+
+func (e *NotControlledError) Error() string {
+	return fmt.Sprintf("Secret %s is not controlled by its MySQLCluster: its credentials are not used", e.Name)
+}
+
+// Get returns the credentials Secret of c from lister: a NotFound error while there is none,
+// a *NotControlledError when c does not control the one there is.
+func Get(lister corelisters.SecretLister, c *v1alpha1.MySQLCluster) (*corev1.Secret, error) {
+	name := resources.CredentialsSecretName(c)
+	s, err := lister.Secrets(c.Namespace).Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(s, c) {
+		return nil, &NotControlledError{Name: name}
+	}
+	return s, nil
 }

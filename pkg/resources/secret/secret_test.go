@@ -12,6 +12,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
@@ -131,4 +137,51 @@ func TestAgentCertificate(t *testing.T) {
 	if _, err := tls.X509KeyPair(renewed.Data[resources.SecretKeyAgentTLSCert], renewed.Data[resources.SecretKeyAgentTLSKey]); err != nil {
 		t.Errorf("the renewed halves do not match: %v", err)
 	}
+}
+
+func TestGetRefusesASecretTheClusterDoesNotControl(t *testing.T) {
+	c := testutil.Cluster("ns", "db")
+	own, err := New(c, nil, "v1", rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(c, v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"))}
+	foreign := own.DeepCopy()
+	foreign.OwnerReferences = nil
+	other := own.DeepCopy()
+	other.OwnerReferences[0].UID = "someone-else"
+	for _, tc := range []struct {
+		name   string
+		stored *corev1.Secret
+		check  func(error) bool
+	}{
+		{"none", nil, apierrors.IsNotFound},
+		{"the cluster's own", own, func(err error) bool { return err == nil }},
+		{"no owner", foreign, isNotControlled},
+		{"another cluster of that name", other, isNotControlled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			if tc.stored != nil {
+				if err := idx.Add(tc.stored); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := Get(corelisters.NewSecretLister(idx), c)
+			if !tc.check(err) {
+				t.Fatalf("Get: %v", err)
+			}
+			if err == nil && got.Name != resources.CredentialsSecretName(c) {
+				t.Errorf("got %s", got.Name)
+			}
+			if err != nil && strings.Contains(err.Error(), string(own.Data[resources.SecretKeyOperatorPassword])) {
+				t.Error("the error quotes a password")
+			}
+		})
+	}
+}
+
+func isNotControlled(err error) bool {
+	var nc *NotControlledError
+	return errors.As(err, &nc)
 }
