@@ -234,7 +234,9 @@ func (s *suite) inject(k kind) outcome {
 	case operatorKilled:
 		done := make(chan bool, 1)
 		go func() { done <- lc.CrashLoop(victim, resources.ContainerMySQL, 2*time.Minute, newPrimary) }()
-		time.Sleep(1500 * time.Millisecond)
+		// Before the second failed probe of the primary (about 1.2 s in): the failover is
+		// left to the restarted operator.
+		time.Sleep(time.Second)
 		if pid, err := lc.PID(operatorPod(t), "operator"); err == nil {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -32,8 +32,11 @@ type container struct {
 	last     *corev1.ContainerStateTerminated
 	waiting  string
 	restarts int32
-	ready    bool
-	started  bool
+	// crashes counts the restarts since the container last ran for backoffReset; it sets the
+	// backoff.
+	crashes int32
+	ready   bool
+	started bool
 	// done: an init container that succeeded, or a container that will not restart.
 	done bool
 }
@@ -229,7 +232,9 @@ func (c *container) setWaiting(reason string) {
 }
 
 // backoff sleeps before restart number n; false when the pod stops meanwhile. The kubelet
-// starts at 10 s; this runtime starts at 1 s, doubling to 16 s, to keep tests short.
+// starts at 10 s; this runtime starts at 1 s, doubling to 16 s, to keep tests short. As the
+// kubelet forgets a container's crashes once it ran for twice its longest backoff (10 min),
+// this runtime does after backoffReset.
 func (c *container) backoff(ctx context.Context, n int32) bool {
 	d := time.Second << min(n, 4)
 	c.setWaiting("CrashLoopBackOff")
@@ -242,6 +247,9 @@ func (c *container) backoff(ctx context.Context, n int32) bool {
 		return false
 	}
 }
+
+// backoffReset is how long a container must run for its earlier crashes to be forgotten.
+const backoffReset = 32 * time.Second
 
 // runInit runs an init container to success, retrying per the pod's restart policy; false
 // when the pod cannot go on.
@@ -281,6 +289,7 @@ func (c *container) supervise(ctx context.Context) {
 			return
 		}
 		var code int32 = 1
+		started := time.Now()
 		if err := c.start(ctx); err != nil {
 			c.w.setMessage(fmt.Sprintf("container %s: %v", c.spec.Name, err))
 			c.setWaiting("CreateContainerError")
@@ -305,7 +314,11 @@ func (c *container) supervise(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.restarts++
-		n, replaced := c.restarts, c.next != nil
+		if time.Since(started) >= backoffReset {
+			c.crashes = 0
+		}
+		c.crashes++
+		n, replaced := c.crashes, c.next != nil
 		c.mu.Unlock()
 		// A container stopped for a new image restarts at once; a crash backs off.
 		if !replaced && !c.backoff(ctx, n-1) {
