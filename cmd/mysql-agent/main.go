@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/httpserver"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 	"github.com/mysqlop/mysql-operator/pkg/version"
@@ -189,7 +190,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	srv.EnableBackups(ctx, agent.BackupConfig{Flavor: f, Socket: *socket, DataDir: *dataDir,
 		User: mysql.OperatorUser, Password: password, TmpDir: *tmpDir, Tools: tools})
-	api := &http.Server{Addr: *listen, Handler: srv.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	api := httpserver.New(srv.Handler())
 	if *certFile != "" {
 		// The API carries storage credentials and datadir copies: over TLS, with the
 		// cluster's certificate, which the operator and the peers pin.
@@ -198,17 +199,26 @@ func serve(ctx context.Context, args []string) error {
 		}
 	}
 	// Metrics carry no secret and are scraped without the cluster's certificate.
-	metrics := &http.Server{Addr: *metricsListen, Handler: srv.MetricsHandler(), ReadHeaderTimeout: 5 * time.Second}
+	metrics := httpserver.New(srv.MetricsHandler())
+	apiLn, err := httpserver.Listen(*listen, httpserver.MaxConnections)
+	if err != nil {
+		return err
+	}
+	metricsLn, err := httpserver.Listen(*metricsListen, httpserver.MaxConnections)
+	if err != nil {
+		apiLn.Close()
+		return err
+	}
 	servers := []*http.Server{api, metrics}
 	errc := make(chan error, len(servers))
 	go func() {
 		if api.TLSConfig != nil {
-			errc <- api.ListenAndServeTLS("", "")
+			errc <- api.ServeTLS(apiLn, "", "")
 		} else {
-			errc <- api.ListenAndServe()
+			errc <- api.Serve(apiLn)
 		}
 	}()
-	go func() { errc <- metrics.ListenAndServe() }()
+	go func() { errc <- metrics.Serve(metricsLn) }()
 	klog.InfoS("Serving", "listen", *listen, "metrics", *metricsListen)
 	select {
 	case <-ctx.Done():

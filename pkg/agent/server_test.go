@@ -96,3 +96,14 @@ func TestServeOnMariaDB(t *testing.T) {
 		t.Error("metrics do not show mysqld down")
 	}
 }
+
+// /readyz answers without a token: its reason never quotes a replication error, which can
+// hold row values.
+func TestReadyKeepsReplicationErrorsOutOfItsReason(t *testing.T) {
+	st := &mysql.Status{ReadOnly: true, Replica: &mysql.ReplicaStatus{IORunning: true,
+		LastSQLError: "Could not execute Write_rows event on table app.cards; Duplicate entry '4111-1111-1111-1111' for key 'PRIMARY'"}}
+	ready, why := agent.Ready(st)
+	if ready || strings.Contains(why, "4111") || strings.Contains(why, "Duplicate") {
+		t.Errorf("Ready = %v, %q", ready, why)
+	}
+}

@@ -57,13 +57,13 @@ func (f Flavor) ChangeSource(src Source) Statement {
 		return Statement{
 			Query: "CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, " +
 				"MASTER_USE_GTID = current_pos, MASTER_CONNECT_RETRY = ?",
-			Args: []any{src.Host, src.Port, src.User, src.Password, retry},
+			Args: []any{src.Host, src.Port, src.User, src.Password, retry}, Sensitive: true,
 		}
 	}
 	return Statement{
 		Query: "CHANGE REPLICATION SOURCE TO SOURCE_HOST = ?, SOURCE_PORT = ?, SOURCE_USER = ?, SOURCE_PASSWORD = ?, " +
 			"SOURCE_AUTO_POSITION = 1, GET_SOURCE_PUBLIC_KEY = 1, SOURCE_CONNECT_RETRY = ?",
-		Args: []any{src.Host, src.Port, src.User, src.Password, retry},
+		Args: []any{src.Host, src.Port, src.User, src.Password, retry}, Sensitive: true,
 	}
 }
 

@@ -36,7 +36,7 @@ func TestChangeSourceKeepsPasswordOutOfTheQuery(t *testing.T) {
 		if !strings.Contains(s.Query, want) {
 			t.Errorf("%s: %q lacks %q", f, s.Query, want)
 		}
-		if strings.Contains(s.Query, src.Password) || len(s.Args) != 5 || s.Args[3] != src.Password {
+		if strings.Contains(s.Query, src.Password) || len(s.Args) != 5 || s.Args[3] != src.Password || !s.Sensitive {
 			t.Errorf("%s: the password must be an argument: %q %v", f, s.Query, len(s.Args))
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -36,6 +35,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/controllers/user"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlscheme "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/scheme"
+	"github.com/mysqlop/mysql-operator/pkg/httpserver"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/options"
@@ -249,11 +249,11 @@ func serve(ctx context.Context, addr string, h http.Handler) error {
 	if addr == "" || addr == "0" {
 		return nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := httpserver.Listen(addr, httpserver.MaxConnections)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	srv := httpserver.New(h)
 	go func() {
 		<-ctx.Done()
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
