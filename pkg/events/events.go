@@ -22,7 +22,8 @@ const (
 	// ClusteringFailed: a clustering operation failed; the next round retries it.
 	ClusteringFailed = "ClusteringFailed"
 	// SecretNotFound: a MySQLUser's password Secret or key is missing; no account is created
-	// or changed until it exists.
+	// or changed until it exists. On a MySQLCluster: the Secret its rootPasswordSecretRef
+	// names, or its key, is missing; the members cannot start until it exists.
 	SecretNotFound = "SecretNotFound"
 	// SQLFailed: the server refused an account or schema statement; retried with backoff.
 	SQLFailed = "SQLFailed"
@@ -100,6 +101,8 @@ const (
 const (
 	// ReasonSynced: every child matches the spec.
 	ReasonSynced = "Synced"
+	// ReasonSyncFailed: creating or updating a child failed (retried with back-off).
+	ReasonSyncFailed = "SyncFailed"
 	// ReasonAccepted: the spec was accepted.
 	ReasonAccepted = "Accepted"
 	// ReasonMembersReady: every member is ready and up to date.

@@ -89,6 +89,30 @@ func (g Grants) Add(s Scope, privileges []string, grantOption bool) error {
 	return nil
 }
 
+// privilegeAliases are, per flavor, privileges the server reports under another name.
+var privilegeAliases = map[Flavor]map[string]string{
+	MariaDB: {"REPLICATION CLIENT": "BINLOG MONITOR", "REPLICA MONITOR": "SLAVE MONITOR"},
+}
+
+// ReportedGrants returns g with each privilege named as f's SHOW GRANTS reports it, so that
+// desired grants compare equal to what the server holds: MariaDB reports REPLICATION CLIENT
+// as BINLOG MONITOR, and without this every reconcile revoked and granted it again.
+func (f Flavor) ReportedGrants(g Grants) Grants {
+	aliases := privilegeAliases[f]
+	out := Grants{}
+	for s, sg := range g {
+		privs := slices.Clone(sg.Privileges)
+		for i, p := range privs {
+			if a, ok := aliases[p]; ok {
+				privs[i] = a
+			}
+		}
+		// Add sorts and dedupes; the names were checked when g was built.
+		_ = out.Add(s, privs, sg.GrantOption)
+	}
+	return out
+}
+
 // ParseShowGrants reads the lines SHOW GRANTS prints for one account. Lines it does not
 // manage (roles, proxies, routines, column privileges) are skipped; the rest of each line,
 // which can hold a password hash, is read for WITH GRANT OPTION and otherwise ignored.

@@ -2,14 +2,19 @@ package mysql_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
 	driver "github.com/go-sql-driver/mysql"
 
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
+	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
@@ -138,5 +143,102 @@ func TestSchemasOnMariaDB(t *testing.T) {
 	}
 	if sc, err := admin.Schema(ctx, "shop"); err != nil || sc != nil {
 		t.Fatalf("dropped: %+v %v", sc, err)
+	}
+}
+
+// The widest account a MySQLUser may get (every privilege admission accepts on *.*, ALL with
+// GRANT OPTION on its own database, SELECT on performance_schema and sys), on a
+// server with the operator's my.cnf, can write nothing once read_only is on, and reaches
+// neither files, the accounts, the server's configuration nor other sessions. Fencing relies
+// on the first; the rest are the ways such an account became superuser before.
+func TestWidestMySQLUserCannotEscapeOnMariaDB(t *testing.T) {
+	cnf := configmap.Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = v1alpha1.FlavorMariaDB }))
+	s := mariadb.Start(t, 1, mariadb.Options{MyCnf: cnf})[0]
+	ctx := context.Background()
+	admin := s.Admin()
+	f := mysql.MariaDB
+	if err := admin.ExecSQL(ctx, f.SetReadOnly(false), "CREATE DATABASE app", "CREATE TABLE app.t (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	u := &v1alpha1.MySQLUser{Spec: v1alpha1.MySQLUserSpec{
+		ClusterRef: v1alpha1.ClusterReference{Name: "db"}, PasswordSecretRef: v1alpha1.SecretKeyRef{Name: "pw"},
+		Grants: []v1alpha1.Grant{
+			{Database: "*", Privileges: v1alpha1.GlobalPrivileges},
+			{Database: "app", Privileges: []string{"ALL PRIVILEGES"}, GrantOption: true},
+			{Database: "performance_schema", Privileges: []string{"SELECT"}},
+			{Database: "sys", Privileges: []string{"SELECT"}},
+		},
+	}}
+	u.Name = "wide"
+	v1alpha1.SetUserDefaults(u)
+	if errs := v1alpha1.ValidateUser(u); len(errs) > 0 {
+		t.Fatalf("the widest user is not valid: %v", errs)
+	}
+	a := mysql.Account{User: "wide", Host: "%"}
+	want := mysql.Grants{}
+	for _, g := range u.Spec.Grants {
+		if err := want.Add(mysql.Scope{Database: g.Database, Table: g.Table}, g.Privileges, g.GrantOption); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := admin.Exec(ctx, append([]mysql.Statement{f.CreateAccount(a, "wide-Pa55", mysql.AccountOptions{})}, mysql.DiffGrants(a, mysql.Grants{}, want)...)...); err != nil {
+		t.Fatal(err)
+	}
+	// The server reports it with every grant as desired (under its own names): nothing to
+	// change at the next reconcile.
+	if st, err := admin.Account(ctx, a); err != nil || st == nil {
+		t.Fatalf("account: %v", err)
+	} else if left := mysql.DiffGrants(a, st.Grants, f.ReportedGrants(want)); len(left) != 0 {
+		t.Errorf("granted as desired, yet a reconcile would run %v", left)
+	}
+	wide := s.Conn("wide", "wide-Pa55")
+	wide.SetMaxOpenConns(1)
+	mustExec(t, wide, "INSERT INTO app.t VALUES (1)") // writable: it writes its own database
+	if err := admin.ExecSQL(ctx, f.SetReadOnly(true)); err != nil {
+		t.Fatal(err)
+	}
+	var adminID int64
+	if err := s.Conn(mariadb.AdminUser, mariadb.AdminPassword).QueryRow("SELECT CONNECTION_ID()").Scan(&adminID); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"INSERT INTO app.t VALUES (2)",
+		"CREATE TABLE app.u (id INT)",
+		"SET GLOBAL read_only = OFF",
+		"SELECT 1 INTO OUTFILE '/tmp/mysqlop-wide-test'",
+		"SHUTDOWN",
+		"CREATE USER intruder@'%' IDENTIFIED BY 'x-Pa55'",
+		"GRANT SELECT ON app.* TO intruder@'%' IDENTIFIED BY 'x-Pa55'",
+		"SELECT COUNT(*) FROM mysql.global_priv",
+		"SET GLOBAL init_file = '/tmp/x.sql'",
+		"FLUSH PRIVILEGES",
+		"KILL " + strconv.FormatInt(adminID, 10),
+		"UPDATE performance_schema.setup_instruments SET ENABLED = 'NO'",
+	} {
+		if _, err := wide.Exec(q); err == nil {
+			t.Errorf("%s: succeeded for the widest MySQLUser", q)
+		}
+	}
+	var n int
+	if err := s.Conn(mariadb.AdminUser, mariadb.AdminPassword).QueryRow("SELECT COUNT(*) FROM app.t").Scan(&n); err != nil || n != 1 {
+		t.Errorf("app.t has %d rows (%v), want the one written before read_only", n, err)
+	}
+	// Even an account with FILE (the operator's) writes only into the server's own tmpdir.
+	adminDB := s.Conn(mariadb.AdminUser, mariadb.AdminPassword)
+	if _, err := adminDB.Exec("SELECT 1 INTO OUTFILE '/var/tmp/mysqlop-secure-file-priv-test'"); err == nil || !strings.Contains(err.Error(), "1290") {
+		t.Errorf("OUTFILE outside secure_file_priv as the admin: %v", err)
+	}
+	// LOAD_FILE without FILE reads nothing: NULL, not an error.
+	var file sql.NullString
+	if err := wide.QueryRow("SELECT LOAD_FILE(?)", s.MyCnf).Scan(&file); err != nil || file.Valid {
+		t.Errorf("LOAD_FILE of my.cnf: %v (valid %v)", err, file.Valid)
+	}
+	// It reads what monitoring needs.
+	var threads string
+	if err := wide.QueryRow("SELECT COUNT(*) FROM information_schema.PROCESSLIST").Scan(&threads); err != nil {
+		t.Errorf("PROCESSLIST: %v", err)
+	}
+	if _, err := wide.Exec("SHOW BINARY LOGS"); err != nil {
+		t.Errorf("SHOW BINARY LOGS: %v", err)
 	}
 }

@@ -312,6 +312,20 @@ func TestUserAndDatabaseValidation(t *testing.T) {
 			u.Spec.Grants[0].Database = "*"
 			u.Spec.Grants[0].Privileges = []string{"READ_ONLY ADMIN"}
 		},
+		"global FILE": func(u *v1alpha1.MySQLUser) {
+			u.Spec.Grants[0].Database = "*"
+			u.Spec.Grants[0].Privileges = []string{"FILE"}
+		},
+		"global SHUTDOWN beside PROCESS": func(u *v1alpha1.MySQLUser) {
+			u.Spec.Grants[0].Database = "*"
+			u.Spec.Grants[0].Privileges = []string{"PROCESS", "shutdown"}
+		},
+		"global SELECT (reaches mysql.*)": func(u *v1alpha1.MySQLUser) { u.Spec.Grants[0].Database = "*" },
+		"ALL on mysql": func(u *v1alpha1.MySQLUser) {
+			u.Spec.Grants[0].Database = "MySQL"
+			u.Spec.Grants[0].Privileges = []string{"ALL"}
+		},
+		"pattern %":           func(u *v1alpha1.MySQLUser) { u.Spec.Grants[0].Database = "%" },
 		"SQL in a privilege":  func(u *v1alpha1.MySQLUser) { u.Spec.Grants[0].Privileges = []string{"SELECT ON *.* TO x;"} },
 		"quote in a database": func(u *v1alpha1.MySQLUser) { u.Spec.Grants[0].Database = "a`b" },
 		"unknown policy":      func(u *v1alpha1.MySQLUser) { u.Spec.DeletionPolicy = "Orphan" },
@@ -330,6 +344,20 @@ func TestUserAndDatabaseValidation(t *testing.T) {
 	if _, err := mysql.MysqlopV1alpha1().MySQLUsers(ns).Update(ctx, u, metav1.UpdateOptions{}); err == nil || !strings.Contains(err.Error(), "host is immutable") {
 		t.Errorf("host change: %v", err)
 	}
+	// A pattern that matches mysql but is not all wildcards passes admission; the controller
+	// refuses it with a condition naming the schema, and grants nothing.
+	startOperator(t, ns)
+	if _, err := mysql.MysqlopV1alpha1().MySQLUsers(ns).Create(ctx, newUser(ns, "m", "s", v1alpha1.Grant{Privileges: []string{"SELECT"}, Database: "m%"}), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("m%%: %v", err)
+	}
+	eventually(t, 30*time.Second, "m% refused by the controller", func(ctx context.Context) (bool, error) {
+		got, err := mysql.MysqlopV1alpha1().MySQLUsers(ns).Get(ctx, "m", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == "InvalidSpec" && strings.Contains(c.Message, "system schema mysql"), nil
+	})
 	d := &v1alpha1.MySQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: "mysql", Namespace: ns}, Spec: v1alpha1.MySQLDatabaseSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, Name: "MySQL"}}
 	if _, err := mysql.MysqlopV1alpha1().MySQLDatabases(ns).Create(ctx, d, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "system schemas") {
 		t.Errorf("system schema: %v", err)

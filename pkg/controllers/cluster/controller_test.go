@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,10 +12,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -531,7 +534,7 @@ func TestForeignServiceIsLeftAlone(t *testing.T) {
 
 func TestInvalidSpecSetsConditionWithoutRetry(t *testing.T) {
 	bad := mariadb(3, "10.11.6")
-	bad.Spec.Config = map[string]string{"server_id": "7"} // the CRD refuses this; the controller must too
+	bad.Spec.Config = map[string]v1alpha1.ConfigValue{"server_id": "7"} // the CRD refuses this; the controller must too
 	f := newFixture(t, config("v1"), bad)
 	f.sync()
 	for _, a := range f.kube.Actions() {
@@ -648,5 +651,21 @@ func TestFenceHoldsRestartsUntilTheRestoreEnds(t *testing.T) {
 	}
 	if deleted != 1 {
 		t.Errorf("after the restore, %d members restarted; want the rollout to go on with one", deleted)
+	}
+}
+
+// Only refusals a retry cannot fix make Synced false: a conflict on update is retried.
+func TestRefusedChildren(t *testing.T) {
+	gr := schema.GroupResource{Resource: "services"}
+	invalid := fmt.Errorf("create service %s: %w", "x", apierrors.NewInvalid(schema.GroupKind{Kind: "Service"}, "x", nil))
+	conflict := fmt.Errorf("update service y: %w", apierrors.NewConflict(gr, "y", errors.New("modified")))
+	if got := refusedChildren(errors.Join(conflict, invalid)); !strings.Contains(got, "create service x") || strings.Contains(got, "service y") {
+		t.Errorf("refusedChildren = %q", got)
+	}
+	if got := refusedChildren(conflict); got != "" {
+		t.Errorf("a conflict alone: %q", got)
+	}
+	if got := refusedChildren(nil); got != "" {
+		t.Errorf("no error: %q", got)
 	}
 }

@@ -255,6 +255,10 @@ type observed struct {
 	Plan    podPlan
 	// Conflicts names children that exist but are not controlled by the cluster.
 	Conflicts []string
+	// ChildError is why creating or updating a child failed this round ("" when none did).
+	ChildError string
+	// MissingSecret says what of the user's root password Secret is missing ("" when nothing).
+	MissingSecret string
 	// Refused is set when a version downgrade was refused; RequestedVersion is then what the
 	// spec asked for (Cluster.Spec.Version holds the kept one).
 	Refused          bool
@@ -347,6 +351,10 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	if len(o.Conflicts) > 0 {
 		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.ErrResourceExists,
 			"Not controlled by this MySQLCluster, left unchanged: "+strings.Join(o.Conflicts, ", "))
+	} else if o.MissingSecret != "" {
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.SecretNotFound, o.MissingSecret+": the members cannot start until it exists")
+	} else if o.ChildError != "" {
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.ReasonSyncFailed, "Creating or updating a child failed: "+o.ChildError)
 	} else {
 		set(v1alpha1.ConditionSynced, metav1.ConditionTrue, events.ReasonSynced, "Every child matches the spec.")
 	}

@@ -189,25 +189,27 @@ func TestComputeStatus(t *testing.T) {
 		pods      []*corev1.Pod
 		plan      podPlan
 		conflicts []string
+		childErr  string
 		refused   bool
 		phase     v1alpha1.ClusterPhase
 		ready     int32
 		readyCond metav1.ConditionStatus
 		primary   string
 	}{
-		{"no pods", nil, podPlan{}, nil, false, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
+		{"no pods", nil, podPlan{}, nil, "", false, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
 		{"all ready", []*corev1.Pod{pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", true), pod(2, "h", "a", "replica", true)},
-			podPlan{}, nil, false, v1alpha1.ClusterHealthy, 3, metav1.ConditionTrue, "db-0"},
+			podPlan{}, nil, "", false, v1alpha1.ClusterHealthy, 3, metav1.ConditionTrue, "db-0"},
 		{"one down", []*corev1.Pod{pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", false), pod(2, "h", "a", "replica", true)},
-			podPlan{}, nil, false, v1alpha1.ClusterDegraded, 2, metav1.ConditionFalse, "db-0"},
+			podPlan{}, nil, "", false, v1alpha1.ClusterDegraded, 2, metav1.ConditionFalse, "db-0"},
 		{"rolling", []*corev1.Pod{pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", true), pod(2, "h", "a", "replica", true)},
-			podPlan{Outdated: 2}, nil, false, v1alpha1.ClusterUpgrading, 3, metav1.ConditionFalse, "db-0"},
-		{"conflict", nil, podPlan{}, []string{"Service db-primary"}, false, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
-		{"refused", nil, podPlan{}, nil, true, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
+			podPlan{Outdated: 2}, nil, "", false, v1alpha1.ClusterUpgrading, 3, metav1.ConditionFalse, "db-0"},
+		{"conflict", nil, podPlan{}, []string{"Service db-primary"}, "", false, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
+		{"create failed", nil, podPlan{}, nil, "create service db-primary: name too long", false, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
+		{"refused", nil, podPlan{}, nil, "", true, v1alpha1.ClusterPending, 0, metav1.ConditionFalse, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := computeStatus(v1alpha1.MySQLClusterStatus{}, observed{
-				Cluster: c, Pods: tc.pods, Plan: tc.plan, Conflicts: tc.conflicts, Refused: tc.refused,
+				Cluster: c, Pods: tc.pods, Plan: tc.plan, Conflicts: tc.conflicts, ChildError: tc.childErr, Refused: tc.refused,
 				RequestedVersion: "1.0.0", OperatorVersion: "v9",
 			})
 			if st.Phase != tc.phase || st.ReadyMembers != tc.ready || st.Primary != tc.primary {
@@ -217,8 +219,8 @@ func TestComputeStatus(t *testing.T) {
 				t.Errorf("Ready condition %+v, want %s", got, tc.readyCond)
 			}
 			synced := meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionSynced)
-			if synced == (len(tc.conflicts) > 0) {
-				t.Errorf("Synced=%v with conflicts %v", synced, tc.conflicts)
+			if synced == (len(tc.conflicts) > 0 || tc.childErr != "") {
+				t.Errorf("Synced=%v with conflicts %v and child error %q", synced, tc.conflicts, tc.childErr)
 			}
 			if accepted := meta.IsStatusConditionTrue(st.Conditions, v1alpha1.ConditionAccepted); accepted == tc.refused {
 				t.Errorf("Accepted=%v with refused=%v", accepted, tc.refused)

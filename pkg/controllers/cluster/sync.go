@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -82,6 +83,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	cluster.Spec.Members = effectiveMembers(desiredMembers, prev)
 
 	children, syncErr := c.syncChildren(ctx, cluster)
+	childError := refusedChildren(syncErr)
 	desiredSTS := children.statefulSet
 	if desiredSTS == nil {
 		return syncErr
@@ -109,8 +111,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		syncErr = errors.Join(syncErr, c.applyPlan(ctx, cluster, &desiredSTS.Spec.Template, plan))
 	}
 
+	missing, err := c.missingRootSecret(ctx, cluster)
+	syncErr = errors.Join(syncErr, err)
 	st := computeStatus(latest.Status, observed{
-		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts,
+		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts, ChildError: childError, MissingSecret: missing,
 		Refused: vd.Refused, RequestedVersion: requested, OperatorVersion: c.cfg.OperatorVersion,
 		Clustering: view, Fence: f.Reason,
 	})
@@ -119,6 +123,53 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return errors.Join(syncErr, err)
 	}
 	return syncErr
+}
+
+// refusedChildren returns the text of the errors in err that a retry cannot fix: the API server
+// refused a child as invalid or forbidden (a name too long, say). Conflicts, timeouts and
+// other transient errors are left out: they are retried, and the condition must not flap.
+func refusedChildren(err error) string {
+	var out []string
+	var walk func(error)
+	walk = func(e error) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		if apierrors.IsInvalid(e) || apierrors.IsForbidden(e) || apierrors.IsBadRequest(e) {
+			out = append(out, e.Error())
+		}
+	}
+	if err != nil {
+		walk(err)
+	}
+	return strings.Join(out, "; ")
+}
+
+// missingRootSecret says what of the Secret spec.rootPasswordSecretRef names is missing ("" when
+// none is named or it holds its key). It reads through the client: the operator's cache holds
+// only its own Secrets.
+func (c *Controller) missingRootSecret(ctx context.Context, cluster *v1alpha1.MySQLCluster) (string, error) {
+	ref := cluster.Spec.RootPasswordSecretRef
+	if ref == nil {
+		return "", nil
+	}
+	key := ref.Key
+	if key == "" {
+		key = v1alpha1.DefaultSecretKey
+	}
+	s, err := c.kube.CoreV1().Secrets(cluster.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("Secret %s (spec.rootPasswordSecretRef) does not exist", ref.Name), nil
+	case err != nil:
+		return "", fmt.Errorf("get root password secret %s: %w", ref.Name, err)
+	case len(s.Data[key]) == 0:
+		return fmt.Sprintf("Secret %s (spec.rootPasswordSecretRef) has no key %s", ref.Name, key), nil
+	}
+	return "", nil
 }
 
 // fence reads the cluster's restore annotation and removes it when it names no running

@@ -38,6 +38,7 @@ func plan(flavor mysql.Flavor, spec *v1alpha1.MySQLUserSpec, password string, st
 	if err != nil {
 		return change{}, err
 	}
+	want = flavor.ReportedGrants(want)
 	if state == nil {
 		stmts := append([]mysql.Statement{flavor.CreateAccount(a, password, opts)}, mysql.DiffGrants(a, mysql.Grants{}, want)...)
 		return change{Statements: stmts, Reason: events.UserCreated, Message: fmt.Sprintf("Created account %s", a)}, nil

@@ -26,6 +26,10 @@ const (
 	// PIDPath is the server's pid file, beside the socket where the agent reads it.
 	PIDPath  = "/run/mysqld/mysqld.pid"
 	ConfDDir = "/etc/mysqlop/conf/conf.d"
+	// ServerTmpDir is the server's temporary directory, and the only one its file operations
+	// (LOAD DATA INFILE, SELECT ... INTO OUTFILE, LOAD_FILE) may reach: in the server
+	// container it is a volume no other container mounts.
+	ServerTmpDir = "/tmp"
 )
 
 // defaults are operator choices the user may override through spec.config.
@@ -49,6 +53,8 @@ func owned(flavor v1alpha1.Flavor) [][2]string {
 		{"log_bin", "binlog"},
 		{"relay_log", "relay-bin"},
 		{"read_only", "ON"},
+		{"tmpdir", ServerTmpDir},
+		{"secure_file_priv", ServerTmpDir},
 	}
 	if flavor == v1alpha1.FlavorMariaDB {
 		return append(common,
@@ -86,7 +92,7 @@ func Render(c *v1alpha1.MySQLCluster) string {
 		settings[k] = v
 	}
 	for k, v := range c.Spec.Config {
-		settings[v1alpha1.NormalizeConfigKey(k)] = v
+		settings[v1alpha1.NormalizeConfigKey(k)] = string(v)
 	}
 	// Later entries win, so owned settings are applied last.
 	for _, kv := range owned(c.Spec.Flavor) {

@@ -14,7 +14,7 @@ import (
 func TestRenderedConfigOnMariaDB(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
 		c.Spec.Flavor = v1alpha1.FlavorMariaDB
-		c.Spec.Config = map[string]string{"max_connections": "77", "innodb-buffer-pool-size": "64M"}
+		c.Spec.Config = map[string]v1alpha1.ConfigValue{"max_connections": "77", "innodb-buffer-pool-size": "64M"}
 	})
 	s := mariadb.Start(t, 1, mariadb.Options{MyCnf: configmap.Render(c)})[0]
 	want := map[string]string{

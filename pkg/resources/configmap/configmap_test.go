@@ -49,7 +49,7 @@ func TestRenderFlavors(t *testing.T) {
 func TestRenderUserConfigOverridesDefaultsNotOwned(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
 		// read-only would be refused by validation; Render must still never let it through.
-		c.Spec.Config = map[string]string{"max-connections": "42", "innodb_buffer_pool_size": "1G", "read-only": "OFF"}
+		c.Spec.Config = map[string]v1alpha1.ConfigValue{"max-connections": "42", "innodb_buffer_pool_size": "1G", "read-only": "OFF"}
 	})
 	got := lines(Render(c))
 	if got["max_connections"] != "42" || got["innodb_buffer_pool_size"] != "1G" {
@@ -62,7 +62,7 @@ func TestRenderUserConfigOverridesDefaultsNotOwned(t *testing.T) {
 
 func TestRenderIsDeterministic(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
-		c.Spec.Config = map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}
+		c.Spec.Config = map[string]v1alpha1.ConfigValue{"a": "1", "b": "2", "c": "3", "d": "4"}
 	})
 	first := Render(c)
 	for range 20 {

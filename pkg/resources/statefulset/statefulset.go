@@ -36,6 +36,7 @@ const (
 	VolumeConf        = "conf"
 	VolumeRun         = "run"
 	VolumeTmp         = "tmp"
+	VolumeServerTmp   = "server-tmp"
 	VolumeAgentBin    = "agent-bin"
 	VolumeCredentials = "credentials"
 
@@ -257,6 +258,20 @@ func serverMounts() []corev1.VolumeMount {
 	}
 }
 
+// runningServerMounts are the running server's: the configuration read-only (else an account
+// able to write files could add an option file, such as an init_file, and own the server at
+// its next start) and a /tmp of its own, the only directory its file operations reach
+// (secure_file_priv): the agent's and the toolbox's /tmp holds option files with credentials.
+func runningServerMounts() []corev1.VolumeMount {
+	return []corev1.VolumeMount{
+		{Name: VolumeData, MountPath: MountData},
+		{Name: VolumeConfig, MountPath: MountConfig, ReadOnly: true},
+		{Name: VolumeConf, MountPath: MountConf, ReadOnly: true},
+		{Name: VolumeRun, MountPath: MountRun},
+		{Name: VolumeServerTmp, MountPath: configmap.ServerTmpDir},
+	}
+}
+
 func credentialsMount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: VolumeCredentials, MountPath: MountCredentials, ReadOnly: true}
 }
@@ -269,7 +284,7 @@ func serverContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 		Command:      []string{ServerCommand(c.Spec.Flavor), "--defaults-file=" + MountConf + "/my.cnf"},
 		Ports:        []corev1.ContainerPort{{Name: resources.PortNameMySQL, ContainerPort: resources.PortMySQL, Protocol: corev1.ProtocolTCP}},
 		Resources:    *c.Spec.Resources.DeepCopy(),
-		VolumeMounts: serverMounts(),
+		VolumeMounts: runningServerMounts(),
 		// Crash recovery of a large datadir can take long: allow an hour before liveness applies.
 		StartupProbe:    &corev1.Probe{ProbeHandler: tcp, PeriodSeconds: 10, FailureThreshold: 360},
 		LivenessProbe:   &corev1.Probe{ProbeHandler: tcp, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
@@ -363,6 +378,6 @@ func volumes(c *v1alpha1.MySQLCluster) []corev1.Volume {
 		{Name: VolumeCredentials, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			Sources: sources, DefaultMode: ptr.To[int32](0o440),
 		}}},
-		empty(VolumeConf), empty(VolumeRun), empty(VolumeTmp), empty(VolumeAgentBin),
+		empty(VolumeConf), empty(VolumeRun), empty(VolumeTmp), empty(VolumeServerTmp), empty(VolumeAgentBin),
 	}
 }

@@ -92,6 +92,29 @@ func TestShape(t *testing.T) {
 }
 
 // No password may reach a process through its environment or its arguments.
+// The running server can write neither its configuration nor the other containers' files:
+// its conf is read-only and its /tmp (secure_file_priv) is a volume no other container mounts.
+func TestServerWritesOnlyItsOwnFiles(t *testing.T) {
+	spec := New(testutil.Cluster("ns", "db"), params()).Spec.Template.Spec
+	for _, m := range container(t, &spec, resources.ContainerMySQL).VolumeMounts {
+		switch {
+		case (m.Name == VolumeConf || m.Name == VolumeConfig || m.Name == VolumeCredentials || m.Name == VolumeAgentBin) && !m.ReadOnly:
+			t.Errorf("server mounts %s writable", m.Name)
+		case m.Name == VolumeTmp:
+			t.Errorf("server mounts the agent's and toolbox's %s", m.Name)
+		case m.MountPath == "/tmp" && m.Name != VolumeServerTmp:
+			t.Errorf("server /tmp is %s", m.Name)
+		}
+	}
+	for _, ctr := range append(append([]corev1.Container{}, spec.InitContainers...), spec.Containers...) {
+		for _, m := range ctr.VolumeMounts {
+			if m.Name == VolumeServerTmp && ctr.Name != resources.ContainerMySQL {
+				t.Errorf("%s mounts the server's own /tmp", ctr.Name)
+			}
+		}
+	}
+}
+
 func TestNoSecretInEnvOrArgs(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
 		c.Spec.RootPasswordSecretRef = &v1alpha1.SecretKeyRef{Name: "mine", Key: "pw"}

@@ -93,6 +93,7 @@ const (
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.currentVersion`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]{0,50}[a-z0-9])?$')",message="metadata.name must be at most 52 lower-case letters, digits and '-', starting with a letter: the StatefulSet of that name labels its pods <name>-<revision hash> (at most 63) and the Services are named after it"
 
 // MySQLCluster is a highly available MySQL or MariaDB cluster: one primary and replicas
 // replicating with GTIDs, fronted by a read-write and a read-only Service.
@@ -153,9 +154,9 @@ type MySQLClusterSpec struct {
 	// GTID and binary log settings, read_only, paths, ports, ...) are rejected.
 	// +kubebuilder:validation:MaxProperties=256
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9_.-]{1,128}$'))",message="config keys must be 1-128 characters of letters, digits, '_', '-' or '.'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k.lowerAscii().replace('-', '_') in ['bind_address','datadir','enforce_gtid_consistency','gtid_domain_id','gtid_mode','gtid_strict_mode','init_rpl_role','log_bin','log_replica_updates','log_slave_updates','pid_file','plugin_load_add','port','read_only','relay_log','report_host','report_port','rpl_semi_sync_master_enabled','rpl_semi_sync_replica_enabled','rpl_semi_sync_slave_enabled','rpl_semi_sync_slave_kill_conn_timeout','rpl_semi_sync_source_enabled','server_id','skip_replica_start','skip_slave_start','socket','super_read_only']))",message="config sets a key the operator manages; these are rejected: bind_address, datadir, GTID settings (gtid_*, enforce_gtid_consistency), init_rpl_role, binary and relay log settings (log_bin, relay_log, log_*_updates), pid_file, plugin_load_add, port, read_only, super_read_only, report_host, report_port, semi-sync enable switches and rpl_semi_sync_slave_kill_conn_timeout, server_id, skip_*_start, socket"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.lowerAscii().replace('-', '_').matches('^((skip|disable|enable|loose|maximum)_)*(bind_address|datadir|enforce_gtid_consistency|gtid_domain_id|gtid_mode|gtid_strict_mode|init_rpl_role|log_bin|log_replica_updates|log_slave_updates|pid_file|plugin_load_add|port|read_only|relay_log|report_host|report_port|rpl_semi_sync_master_enabled|rpl_semi_sync_replica_enabled|rpl_semi_sync_slave_enabled|rpl_semi_sync_slave_kill_conn_timeout|rpl_semi_sync_source_enabled|secure_file_priv|server_id|skip_replica_start|skip_slave_start|socket|super_read_only|tmpdir)$'))",message="config sets an option the operator manages (also through the prefixes skip_, disable_, enable_, loose_ and maximum_); these are rejected: bind_address, datadir, GTID settings (gtid_*, enforce_gtid_consistency), init_rpl_role, binary and relay log settings (log_bin, relay_log, log_*_updates), pid_file, plugin_load_add, port, read_only, super_read_only, report_host, report_port, semi-sync enable switches and rpl_semi_sync_slave_kill_conn_timeout, secure_file_priv, server_id, skip_*_start, socket, tmpdir"
 	// +optional
-	Config map[string]string `json:"config,omitempty"`
+	Config map[string]ConfigValue `json:"config,omitempty"`
 
 	// VolumeClaimTemplate is the spec of each member's data volume. Storage defaults to 10Gi.
 	// It is fixed at creation, like a StatefulSet's claim templates; grow volumes by editing
@@ -334,3 +335,9 @@ type MySQLClusterList struct {
 	// Items are the clusters.
 	Items []MySQLCluster `json:"items"`
 }
+
+// ConfigValue is the value of a my.cnf option: one line, as the option-file reader splits a
+// longer line and reads its rest as a line of its own (another option, an !include).
+// +kubebuilder:validation:MaxLength=1024
+// +kubebuilder:validation:Pattern=`^[^\r\n]*$`
+type ConfigValue string

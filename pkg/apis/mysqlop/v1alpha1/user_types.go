@@ -55,9 +55,12 @@ type MySQLUserSpec struct {
 	// PasswordSecretRef is the Secret key holding the password. Changing the Secret changes
 	// the password.
 	PasswordSecretRef SecretKeyRef `json:"passwordSecretRef"`
-	// Grants are the account's privileges; privileges not listed are revoked. Global (*.*)
-	// grants may not include ALL, SUPER or READ ONLY ADMIN: those bypass read_only, which
-	// fencing during a failover relies on.
+	// Grants are the account's privileges; privileges not listed are revoked. On *.* only
+	// BINLOG MONITOR, PROCESS, REPLICA MONITOR, REPLICATION CLIENT, SHOW DATABASES, SLAVE
+	// MONITOR and USAGE are granted (the others write past read_only, which fencing during a
+	// failover relies on, reach files or the accounts, or manage the server). No grant may
+	// name a database pattern that matches mysql or information_schema; one that matches
+	// performance_schema or sys may hold only SELECT.
 	// +kubebuilder:validation:MaxItems=64
 	// +listType=atomic
 	// +optional
@@ -78,7 +81,8 @@ type MySQLUserSpec struct {
 }
 
 // Grant is a set of privileges on a database, or on one table of it.
-// +kubebuilder:validation:XValidation:rule="!(self.database == '*' && self.privileges.exists(p, p.upperAscii().replace('_', ' ') in ['ALL', 'ALL PRIVILEGES', 'SUPER', 'READ ONLY ADMIN']))",message="ALL, SUPER and READ ONLY ADMIN on *.* bypass read_only and are not granted"
+// +kubebuilder:validation:XValidation:rule="self.database != '*' || self.privileges.all(p, p.upperAscii().replace('_', ' ') in ['BINLOG MONITOR', 'PROCESS', 'REPLICA MONITOR', 'REPLICATION CLIENT', 'SHOW DATABASES', 'SLAVE MONITOR', 'USAGE'])",message="on *.* only BINLOG MONITOR, PROCESS, REPLICA MONITOR, REPLICATION CLIENT, SHOW DATABASES, SLAVE MONITOR and USAGE are granted: the others write past read_only, reach files or the accounts, or manage the server"
+// +kubebuilder:validation:XValidation:rule="!(self.database.lowerAscii() in ['mysql', 'information_schema'] || self.database.matches('^[%_]+$'))",message="database may not be mysql, information_schema or a pattern of wildcards only: nothing is granted on the system schemas"
 // +kubebuilder:validation:XValidation:rule="self.database != '*' || self.table == '*'",message="a table needs a database"
 type Grant struct {
 	// Privileges are privilege names as in GRANT, such as SELECT, INSERT or ALL PRIVILEGES.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,9 +16,83 @@ var ReservedUsers = []string{"root", "mysqlop", "repl", "mariadb.sys", "mysql.sy
 // SystemSchemas are schemas a MySQLDatabase may not manage.
 var SystemSchemas = []string{"mysql", "information_schema", "performance_schema", "sys"}
 
-// ForbiddenGlobalPrivileges may not be granted on *.*: each lets an account write while
-// read_only is on, and fencing a former primary during a failover relies on read_only.
-var ForbiddenGlobalPrivileges = []string{"ALL", "ALL PRIVILEGES", "SUPER", "READ ONLY ADMIN"}
+// GlobalPrivileges are the only privileges a MySQLUser may hold on *.*: they show the
+// server's state and no data. Every other global privilege is refused: some write past
+// read_only, which fencing a former primary relies on (ALL, SUPER, READ ONLY ADMIN, on MySQL
+// CONNECTION_ADMIN), some reach files or stop the server (FILE, SHUTDOWN: with both an
+// account wrote an init_file and became superuser), some manage accounts, replication or the
+// configuration (CREATE USER, RELOAD, BINLOG ADMIN, SYSTEM_VARIABLES_ADMIN, ...), and the
+// data privileges on *.* include the mysql schema, which holds the accounts. The CRD's CEL
+// rule carries the same list; a test keeps the two equal.
+var GlobalPrivileges = []string{"BINLOG MONITOR", "PROCESS", "REPLICA MONITOR", "REPLICATION CLIENT", "SHOW DATABASES", "SLAVE MONITOR", "USAGE"}
+
+// globalPrivilegesMessage is the refusal of a privilege on *.*, at admission and here.
+const globalPrivilegesMessage = "on *.* only BINLOG MONITOR, PROCESS, REPLICA MONITOR, REPLICATION CLIENT, SHOW DATABASES, SLAVE MONITOR and USAGE are granted: the others write past read_only, reach files or the accounts, or manage the server"
+
+// closedSchemas take no grant of a MySQLUser at all: mysql holds the accounts and their
+// privileges, information_schema is the server's own.
+var closedSchemas = []string{"mysql", "information_schema"}
+
+// readOnlySchemas take only SELECT: they show the server's state (MariaDB refuses most other
+// privileges on performance_schema anyway).
+var readOnlySchemas = []string{"performance_schema", "sys"}
+
+// globalPrivilege is p as compared with GlobalPrivileges: SHOW GRANTS' form, with MySQL's
+// underscores read as spaces.
+func globalPrivilege(p string) string { return strings.ReplaceAll(NormalizePrivilege(p), "_", " ") }
+
+// GrantPatternMatches reports whether a GRANT database pattern matches the schema name,
+// ignoring case: as in GRANT, _ matches one character and % any run, unless escaped with a
+// backslash.
+func GrantPatternMatches(pattern, name string) bool {
+	return likeMatch(strings.ToLower(pattern), strings.ToLower(name))
+}
+
+func likeMatch(p, s string) bool {
+	for p != "" {
+		switch c := p[0]; {
+		case c == '%':
+			for p != "" && p[0] == '%' {
+				p = p[1:]
+			}
+			if p == "" {
+				return true
+			}
+			for i := 0; i <= len(s); i++ {
+				if likeMatch(p, s[i:]) {
+					return true
+				}
+			}
+			return false
+		case c == '_':
+			if s == "" {
+				return false
+			}
+			p, s = p[1:], s[1:]
+		default:
+			if c == '\\' && len(p) > 1 {
+				p = p[1:]
+				c = p[0]
+			}
+			if s == "" || s[0] != c {
+				return false
+			}
+			p, s = p[1:], s[1:]
+		}
+	}
+	return s == ""
+}
+
+// schemasMatched returns those of names that pattern matches.
+func schemasMatched(pattern string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if GrantPatternMatches(pattern, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // The patterns repeat the CRD's, so the controller refuses what admission would have; SQL
 // built from these values relies on them.
@@ -91,17 +166,27 @@ func ValidateUser(u *MySQLUser) field.ErrorList {
 		if len(g.Privileges) == 0 {
 			errs = append(errs, field.Required(gp.Child("privileges"), ""))
 		}
+		closed := schemasMatched(g.Database, closedSchemas)
+		// A pattern that also matches a closed schema is refused as a whole, below.
+		readOnly := g.Database != "*" && len(closed) == 0 && len(schemasMatched(g.Database, readOnlySchemas)) > 0
 		for j, priv := range g.Privileges {
 			pp := gp.Child("privileges").Index(j)
 			switch {
 			case !privilegePattern.MatchString(priv) || len(priv) > 64:
 				errs = append(errs, field.Invalid(pp, priv, "must be a privilege name such as SELECT or ALL PRIVILEGES"))
-			case g.Database == "*" && slices.Contains(ForbiddenGlobalPrivileges, strings.ReplaceAll(NormalizePrivilege(priv), "_", " ")):
-				errs = append(errs, field.Forbidden(pp, "ALL, SUPER and READ ONLY ADMIN on *.* bypass read_only and are not granted"))
+			case g.Database == "*" && !slices.Contains(GlobalPrivileges, globalPrivilege(priv)):
+				errs = append(errs, field.Forbidden(pp, globalPrivilegesMessage))
+			case readOnly && globalPrivilege(priv) != "SELECT":
+				errs = append(errs, field.Forbidden(pp, fmt.Sprintf("database %q matches %s: only SELECT is granted there",
+					g.Database, strings.Join(schemasMatched(g.Database, readOnlySchemas), " and "))))
 			}
 		}
-		if !grantDBPattern.MatchString(g.Database) {
+		switch {
+		case !grantDBPattern.MatchString(g.Database):
 			errs = append(errs, field.Invalid(gp.Child("database"), g.Database, "must be * or a database name"))
+		case g.Database != "*" && len(closed) > 0:
+			errs = append(errs, field.Forbidden(gp.Child("database"), fmt.Sprintf("%q matches the system schema %s (as in GRANT, _ and %% are wildcards): nothing is granted there",
+				g.Database, strings.Join(closed, " and "))))
 		}
 		if !tablePattern.MatchString(g.Table) {
 			errs = append(errs, field.Invalid(gp.Child("table"), g.Table, "must be * or a table name"))

@@ -56,11 +56,49 @@ func TestValidateUser(t *testing.T) {
 			u.Spec.Grants[0].Privileges = []string{"read_only  admin"}
 		}, "spec.grants[0].privileges[0]"},
 		{"global PROCESS is fine", func(u *MySQLUser) { u.Spec.Grants[0].Database = "*"; u.Spec.Grants[0].Privileges = []string{"PROCESS"} }, ""},
+		{"global monitoring is fine", func(u *MySQLUser) {
+			u.Spec.Grants[0].Database = "*"
+			u.Spec.Grants[0].Privileges = []string{"process", "REPLICATION_CLIENT", "slave monitor", "SHOW DATABASES", "usage"}
+		}, ""},
+		{"global FILE", func(u *MySQLUser) { u.Spec.Grants[0].Database = "*"; u.Spec.Grants[0].Privileges = []string{"FILE"} }, "spec.grants[0].privileges[0]"},
+		{"global SHUTDOWN", func(u *MySQLUser) {
+			u.Spec.Grants[0].Database = "*"
+			u.Spec.Grants[0].Privileges = []string{"PROCESS", "SHUTDOWN"}
+		}, "spec.grants[0].privileges[1]"},
+		{"global CONNECTION_ADMIN", func(u *MySQLUser) {
+			u.Spec.Grants[0].Database = "*"
+			u.Spec.Grants[0].Privileges = []string{"CONNECTION_ADMIN"}
+		}, "spec.grants[0].privileges[0]"},
+		{"global CREATE USER", func(u *MySQLUser) {
+			u.Spec.Grants[0].Database = "*"
+			u.Spec.Grants[0].Privileges = []string{"create user"}
+		}, "spec.grants[0].privileges[0]"},
+		{"global INSERT reaches mysql", func(u *MySQLUser) { u.Spec.Grants[0].Database = "*"; u.Spec.Grants[0].Privileges = []string{"INSERT"} }, "spec.grants[0].privileges[0]"},
+		{"ALL on mysql", func(u *MySQLUser) { u.Spec.Grants[0].Database = "mysql"; u.Spec.Grants[0].Privileges = []string{"ALL"} }, "spec.grants[0].database"},
+		{"SELECT on MySQL", func(u *MySQLUser) {
+			u.Spec.Grants[0].Database = "MySQL"
+			u.Spec.Grants[0].Privileges = []string{"SELECT"}
+		}, "spec.grants[0].database"},
+		{"pattern %", func(u *MySQLUser) { u.Spec.Grants[0].Database = "%" }, "spec.grants[0].database"},
+		{"pattern m%", func(u *MySQLUser) { u.Spec.Grants[0].Database = "m%" }, "spec.grants[0].database"},
+		{"pattern my_ql", func(u *MySQLUser) { u.Spec.Grants[0].Database = "my_ql" }, "spec.grants[0].database"},
+		{"pattern info%", func(u *MySQLUser) { u.Spec.Grants[0].Database = "info%" }, "spec.grants[0].database"},
+		{"escaped my\\_ql is a name", func(u *MySQLUser) { u.Spec.Grants[0].Database = `my\_ql` }, ""},
+		{"pattern app_% is fine", func(u *MySQLUser) { u.Spec.Grants[0].Database = "app_%" }, ""},
+		{"SELECT on performance_schema is fine", func(u *MySQLUser) {
+			u.Spec.Grants[0].Database = "performance_schema"
+			u.Spec.Grants[0].Privileges = []string{"SELECT"}
+		}, ""},
+		{"UPDATE on performance_schema", func(u *MySQLUser) {
+			u.Spec.Grants[0].Database = "performance_schema"
+			u.Spec.Grants[0].Privileges = []string{"SELECT", "UPDATE"}
+		}, "spec.grants[0].privileges[1]"},
+		{"ALL on s%s matches sys", func(u *MySQLUser) { u.Spec.Grants[0].Database = "s%s"; u.Spec.Grants[0].Privileges = []string{"ALL"} }, "spec.grants[0].privileges[0]"},
 		{"ALL on a database is fine", func(u *MySQLUser) { u.Spec.Grants[0].Privileges = []string{"ALL"} }, ""},
 		{"table without database", func(u *MySQLUser) {
 			u.Spec.Grants[0].Database = "*"
 			u.Spec.Grants[0].Table = "t"
-			u.Spec.Grants[0].Privileges = []string{"SELECT"}
+			u.Spec.Grants[0].Privileges = []string{"PROCESS"}
 		}, "spec.grants[0].table"},
 		{"backtick in database", func(u *MySQLUser) { u.Spec.Grants[0].Database = "a`b" }, "spec.grants[0].database"},
 		{"no privileges", func(u *MySQLUser) { u.Spec.Grants[0].Privileges = nil }, "spec.grants[0].privileges"},
@@ -163,8 +201,11 @@ func TestCRDUserRulesMatchGo(t *testing.T) {
 	if got, want := listIn(t, users, `^!\(self in \[([^\]]*)\]\)$`), slices.Sorted(slices.Values(ReservedUsers)); !slices.Equal(got, want) {
 		t.Errorf("CRD reserved users %v, Go %v", got, want)
 	}
-	if got, want := listIn(t, users, `in \[([^\]]*)\]\)\)$`), slices.Sorted(slices.Values(ForbiddenGlobalPrivileges)); !slices.Equal(got, want) {
-		t.Errorf("CRD forbidden global privileges %v, Go %v", got, want)
+	if got, want := listIn(t, users, `^self.database != '\*' \|\| .* in \[([^\]]*)\]\)$`), slices.Sorted(slices.Values(GlobalPrivileges)); !slices.Equal(got, want) {
+		t.Errorf("CRD global privileges %v, Go %v", got, want)
+	}
+	if got, want := listIn(t, users, `^!\(self.database.lowerAscii\(\) in \[([^\]]*)\]`), slices.Sorted(slices.Values(closedSchemas)); !slices.Equal(got, want) {
+		t.Errorf("CRD closed schemas %v, Go %v", got, want)
 	}
 	dbs := crdRules(t, "mysqlop.io_mysqldatabases.yaml")
 	if got, want := listIn(t, dbs, `lowerAscii\(\) in \[([^\]]*)\]\)$`), slices.Sorted(slices.Values(SystemSchemas)); !slices.Equal(got, want) {

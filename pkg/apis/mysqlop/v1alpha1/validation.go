@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -18,8 +19,8 @@ var OperatorOwnedConfigKeys = []string{
 	"gtid_strict_mode", "init_rpl_role", "log_bin", "log_replica_updates", "log_slave_updates", "pid_file", "plugin_load_add",
 	"port", "read_only", "relay_log", "report_host", "report_port",
 	"rpl_semi_sync_master_enabled", "rpl_semi_sync_replica_enabled", "rpl_semi_sync_slave_enabled",
-	"rpl_semi_sync_slave_kill_conn_timeout", "rpl_semi_sync_source_enabled", "server_id", "skip_replica_start", "skip_slave_start",
-	"socket", "super_read_only",
+	"rpl_semi_sync_slave_kill_conn_timeout", "rpl_semi_sync_source_enabled", "secure_file_priv", "server_id", "skip_replica_start", "skip_slave_start",
+	"socket", "super_read_only", "tmpdir",
 }
 
 // ReservedLabelPrefixes are label key prefixes the operator owns on its pods.
@@ -30,10 +31,38 @@ const MaxServerID = 4294967295
 
 var configKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 
+// clusterNamePattern bounds a MySQLCluster's name by what its children need: the StatefulSet
+// controller labels pods with <name>-<10-character revision hash>, at most 63 characters, and
+// Service names are DNS-1035 labels.
+var clusterNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,50}[a-z0-9])?$`)
+
 // NormalizeConfigKey returns the canonical form of a my.cnf option name.
 func NormalizeConfigKey(k string) string {
 	return strings.ReplaceAll(strings.ToLower(k), "-", "_")
 }
+
+// OptionPrefixes are the prefixes the servers' option readers strip from an option name
+// (skip_read_only sets read_only; loose_ only hides an unknown option's error).
+var OptionPrefixes = []string{"skip_", "disable_", "enable_", "loose_", "maximum_"}
+
+// ConfigOption returns the option a my.cnf key sets: normalized, prefixes stripped.
+func ConfigOption(k string) string {
+	k = NormalizeConfigKey(k)
+	for {
+		trimmed := k
+		for _, p := range OptionPrefixes {
+			trimmed = strings.TrimPrefix(trimmed, p)
+		}
+		if trimmed == k {
+			return k
+		}
+		k = trimmed
+	}
+}
+
+// MaxConfigValue bounds a spec.config value: the option-file reader splits a longer line, and
+// its rest would be read as a line of its own (another option, an !include).
+const MaxConfigValue = 1024
 
 // ValidateCluster checks a defaulted MySQLCluster spec. It repeats the CRD's rules so that a
 // spec that reached the controller some other way is refused with the same meaning.
@@ -41,6 +70,9 @@ func ValidateCluster(c *MySQLCluster) field.ErrorList {
 	var errs field.ErrorList
 	s := &c.Spec
 	p := field.NewPath("spec")
+	if !clusterNamePattern.MatchString(c.Name) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name, "must be at most 52 lower-case letters, digits and '-', starting with a letter"))
+	}
 	if s.Members < 1 || s.Members > 9 {
 		errs = append(errs, field.Invalid(p.Child("members"), s.Members, "must be between 1 and 9"))
 	}
@@ -63,10 +95,12 @@ func ValidateCluster(c *MySQLCluster) field.ErrorList {
 		switch {
 		case !configKeyPattern.MatchString(k):
 			errs = append(errs, field.Invalid(kp, k, "must be 1-128 characters of letters, digits, '_', '-' or '.'"))
-		case slices.Contains(OperatorOwnedConfigKeys, NormalizeConfigKey(k)):
-			errs = append(errs, field.Forbidden(kp, "managed by the operator"))
-		case strings.ContainsAny(s.Config[k], "\n\r"):
+		case slices.Contains(OperatorOwnedConfigKeys, ConfigOption(k)):
+			errs = append(errs, field.Forbidden(kp, "sets "+ConfigOption(k)+", which the operator manages"))
+		case strings.ContainsAny(string(s.Config[k]), "\n\r"):
 			errs = append(errs, field.Invalid(kp, "", "value must be a single line"))
+		case len(s.Config[k]) > MaxConfigValue:
+			errs = append(errs, field.TooLong(kp, "", MaxConfigValue))
 		}
 	}
 	for _, k := range sortedKeys(s.PodLabels) {
@@ -99,11 +133,6 @@ func IsDowngrade(from, to string) (bool, error) {
 	return t.LessThan(f), nil
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }

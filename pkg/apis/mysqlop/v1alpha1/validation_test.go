@@ -10,6 +10,7 @@ import (
 
 func valid() *MySQLCluster {
 	c := &MySQLCluster{}
+	c.Name = "db"
 	SetClusterDefaults(c)
 	return c
 }
@@ -37,15 +38,24 @@ func TestValidateCluster(t *testing.T) {
 		{"members 0", func(c *MySQLCluster) { c.Spec.Members = 0 }, "spec.members"},
 		{"members 10", func(c *MySQLCluster) { c.Spec.Members = 10 }, "spec.members"},
 		{"members 9", func(c *MySQLCluster) { c.Spec.Members = 9 }, ""},
+		{"name of 52", func(c *MySQLCluster) { c.Name = "a" + strings.Repeat("b", 51) }, ""},
+		{"name of 53", func(c *MySQLCluster) { c.Name = "a" + strings.Repeat("b", 52) }, "metadata.name"},
+		{"name starting with a digit", func(c *MySQLCluster) { c.Name = "1db" }, "metadata.name"},
 		{"flavor", func(c *MySQLCluster) { c.Spec.Flavor = "postgres" }, "spec.flavor"},
 		{"version", func(c *MySQLCluster) { c.Spec.Version = "8.4" }, "spec.version"},
 		{"prerelease version", func(c *MySQLCluster) { c.Spec.Version = "11.4.0-rc1" }, ""},
 		{"mode", func(c *MySQLCluster) { c.Spec.Replication.Mode = "sync" }, "spec.replication.mode"},
-		{"owned key", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"server-id": "1"} }, "spec.config[server-id]"},
-		{"owned key case", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"Read_Only": "0"} }, "spec.config[Read_Only]"},
-		{"free key", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"innodb-buffer-pool-size": "1G"} }, ""},
-		{"bad key", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"a b": "1"} }, "spec.config[a b]"},
-		{"multi-line value", func(c *MySQLCluster) { c.Spec.Config = map[string]string{"a": "1\n[client]"} }, "spec.config[a]"},
+		{"owned key", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"server-id": "1"} }, "spec.config[server-id]"},
+		{"owned key case", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"Read_Only": "0"} }, "spec.config[Read_Only]"},
+		{"free key", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"innodb-buffer-pool-size": "1G"} }, ""},
+		{"bad key", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"a b": "1"} }, "spec.config[a b]"},
+		{"multi-line value", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"a": "1\n[client]"} }, "spec.config[a]"},
+		{"skip- prefix", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"skip-read-only": "ON"} }, "spec.config[skip-read-only]"},
+		{"skip_ prefix", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"skip_log_slave_updates": ""} }, "spec.config[skip_log_slave_updates]"},
+		{"loose and disable prefixes", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"LOOSE-disable-log-bin": "1"} }, "spec.config[LOOSE-disable-log-bin]"},
+		{"maximum_ prefix", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"maximum_secure_file_priv": "/"} }, "spec.config[maximum_secure_file_priv]"},
+		{"loose free key", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"loose_innodb_buffer_pool_size": "1G"} }, ""},
+		{"long value", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"init_connect": ConfigValue(strings.Repeat("x", 1025))} }, "spec.config[init_connect]"},
 		{"reserved label", func(c *MySQLCluster) { c.Spec.PodLabels = map[string]string{"mysqlop.io/role": "primary"} }, "spec.podLabels[mysqlop.io/role]"},
 		{"server id range", func(c *MySQLCluster) { c.Spec.BaseServerID = MaxServerID }, "spec.baseServerId"},
 		{"root ref name", func(c *MySQLCluster) { c.Spec.RootPasswordSecretRef = &SecretKeyRef{Key: "k"} }, "spec.rootPasswordSecretRef.name"},
@@ -95,14 +105,11 @@ func TestCRDOwnedKeysMatchGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`rule: self\.all\(k, !\(k\.lowerAscii\(\)\.replace\('-', '_'\) in \[([^\]]*)\]\)\)`).FindSubmatch(b)
+	m := regexp.MustCompile(`rule: self\.all\(k, !k\.lowerAscii\(\)\.replace\('-', '_'\)\.matches\('\^\(\(skip\|disable\|enable\|loose\|maximum\)_\)\*\(([^)]*)\)\$'\)\)`).FindSubmatch(b)
 	if m == nil {
 		t.Fatal("owned-keys rule not found in the MySQLCluster CRD")
 	}
-	var crd []string
-	for _, k := range strings.Split(string(m[1]), ",") {
-		crd = append(crd, strings.Trim(k, "' "))
-	}
+	crd := strings.Split(string(m[1]), "|")
 	want := slices.Sorted(slices.Values(OperatorOwnedConfigKeys))
 	if !slices.Equal(slices.Sorted(slices.Values(crd)), want) {
 		t.Errorf("CRD rule keys %v\ndiffer from OperatorOwnedConfigKeys %v", crd, want)

@@ -469,7 +469,7 @@ func (in *MySQLClusterSpec) DeepCopyInto(out *MySQLClusterSpec) {
 	out.Replication = in.Replication
 	if in.Config != nil {
 		in, out := &in.Config, &out.Config
-		*out = make(map[string]string, len(*in))
+		*out = make(map[string]ConfigValue, len(*in))
 		for key, val := range *in {
 			(*out)[key] = val
 		}

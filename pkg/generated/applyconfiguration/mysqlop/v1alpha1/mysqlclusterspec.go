@@ -46,7 +46,7 @@ type MySQLClusterSpecApplyConfiguration struct {
 	Replication *ReplicationSpecApplyConfiguration `json:"replication,omitempty"`
 	// Config holds extra [mysqld] settings for my.cnf. Keys the operator manages (server_id,
 	// GTID and binary log settings, read_only, paths, ports, ...) are rejected.
-	Config map[string]string `json:"config,omitempty"`
+	Config map[string]mysqlopv1alpha1.ConfigValue `json:"config,omitempty"`
 	// VolumeClaimTemplate is the spec of each member's data volume. Storage defaults to 10Gi.
 	// It is fixed at creation, like a StatefulSet's claim templates; grow volumes by editing
 	// their PersistentVolumeClaims.
@@ -141,9 +141,9 @@ func (b *MySQLClusterSpecApplyConfiguration) WithReplication(value *ReplicationS
 // and returns the receiver, so that objects can be build by chaining "With" function invocations.
 // If called multiple times, the entries provided by each call will be put on the Config field,
 // overwriting an existing map entries in Config field with the same key.
-func (b *MySQLClusterSpecApplyConfiguration) WithConfig(entries map[string]string) *MySQLClusterSpecApplyConfiguration {
+func (b *MySQLClusterSpecApplyConfiguration) WithConfig(entries map[string]mysqlopv1alpha1.ConfigValue) *MySQLClusterSpecApplyConfiguration {
 	if b.Config == nil && len(entries) > 0 {
-		b.Config = make(map[string]string, len(entries))
+		b.Config = make(map[string]mysqlopv1alpha1.ConfigValue, len(entries))
 	}
 	for k, v := range entries {
 		b.Config[k] = v

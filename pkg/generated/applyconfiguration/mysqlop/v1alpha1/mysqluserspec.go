@@ -38,9 +38,12 @@ type MySQLUserSpecApplyConfiguration struct {
 	// PasswordSecretRef is the Secret key holding the password. Changing the Secret changes
 	// the password.
 	PasswordSecretRef *SecretKeyRefApplyConfiguration `json:"passwordSecretRef,omitempty"`
-	// Grants are the account's privileges; privileges not listed are revoked. Global (*.*)
-	// grants may not include ALL, SUPER or READ ONLY ADMIN: those bypass read_only, which
-	// fencing during a failover relies on.
+	// Grants are the account's privileges; privileges not listed are revoked. On *.* only
+	// BINLOG MONITOR, PROCESS, REPLICA MONITOR, REPLICATION CLIENT, SHOW DATABASES, SLAVE
+	// MONITOR and USAGE are granted (the others write past read_only, which fencing during a
+	// failover relies on, reach files or the accounts, or manage the server). No grant may
+	// name a database pattern that matches mysql or information_schema; one that matches
+	// performance_schema or sys may hold only SELECT.
 	Grants []GrantApplyConfiguration `json:"grants,omitempty"`
 	// MaxUserConnections limits the account's simultaneous connections; 0 is unlimited.
 	MaxUserConnections *int64 `json:"maxUserConnections,omitempty"`
