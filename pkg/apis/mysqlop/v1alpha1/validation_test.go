@@ -55,7 +55,9 @@ func TestValidateCluster(t *testing.T) {
 		{"loose and disable prefixes", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"LOOSE-disable-log-bin": "1"} }, "spec.config[LOOSE-disable-log-bin]"},
 		{"maximum_ prefix", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"maximum_secure_file_priv": "/"} }, "spec.config[maximum_secure_file_priv]"},
 		{"loose free key", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"loose_innodb_buffer_pool_size": "1G"} }, ""},
-		{"long value", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"init_connect": ConfigValue(strings.Repeat("x", 1025))} }, "spec.config[init_connect]"},
+		{"long value", func(c *MySQLCluster) {
+			c.Spec.Config = map[string]ConfigValue{"init_connect": ConfigValue(strings.Repeat("x", 1025))}
+		}, "spec.config[init_connect]"},
 		{"reserved label", func(c *MySQLCluster) { c.Spec.PodLabels = map[string]string{"mysqlop.io/role": "primary"} }, "spec.podLabels[mysqlop.io/role]"},
 		{"server id range", func(c *MySQLCluster) { c.Spec.BaseServerID = MaxServerID }, "spec.baseServerId"},
 		{"root ref name", func(c *MySQLCluster) { c.Spec.RootPasswordSecretRef = &SecretKeyRef{Key: "k"} }, "spec.rootPasswordSecretRef.name"},
