@@ -115,7 +115,16 @@ func TestAbandonedToolsAreKilled(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	pid := filepath.Join(dir, "cancelled")
-	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	// Cancelled once the tool runs: a fixed delay could cancel it before it started on a
+	// loaded machine, and then no pid file is ever written.
+	go func(pid string) {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if b, _ := os.ReadFile(pid); len(b) > 0 && b[len(b)-1] == '\n' {
+				break
+			}
+		}
+		cancel()
+	}(pid)
 	if _, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: script(pid, "sleep 60")}); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
