@@ -441,3 +441,125 @@ func TestOperatorWatchesAListOfNamespaces(t *testing.T) {
 	putSecret(t, nss[0], "none", "x-Pa55")
 	waitUserReady(t, nss[0], "u", sqlobject.ReasonClusterNotReady)
 }
+
+// An account or a schema someone else made is left alone: a MySQLUser or MySQLDatabase naming
+// it is refused (password, grants and data untouched), and deleting it under deletionPolicy
+// Delete keeps it. With spec.adoptExisting the MySQLUser takes the account over; an adopted
+// schema is still never dropped. Two MySQLDatabases for one schema: the younger is refused.
+func TestExistingAccountsAndSchemasAreAdoptedOnlyWhenAsked(t *testing.T) {
+	ns, servers := clusterOnServers(t, 1)
+	ctx := context.Background()
+	waitRoles(t, ns, "db-0")
+	users := mysql.MysqlopV1alpha1().MySQLUsers(ns)
+	admin := servers[0].Admin()
+	f := mysqlsql.MariaDB
+	dba := mysqlsql.Account{User: "dba", Host: "%"}
+	if err := admin.Exec(ctx, f.CreateAccount(dba, "dba-Own-Pa55", mysqlsql.AccountOptions{}),
+		mysqlsql.Statement{Query: "GRANT PROCESS ON *.* TO 'dba'@'%'"}); err != nil {
+		t.Fatal(err)
+	}
+	putSecret(t, ns, "dba-password", "taken-Over-Pa55")
+	if _, err := users.Create(ctx, newUser(ns, "dba", "dba-password", v1alpha1.Grant{Privileges: []string{"SELECT"}, Database: "app"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUserReady(t, ns, "dba", "AccountExists")
+	if err := logsIn(servers[0], "dba", "dba-Own-Pa55"); err != nil {
+		t.Errorf("the existing account's password changed: %v", err)
+	}
+	if got, want := accountOn(t, servers[0], "dba").Grants, grantsOf(t, v1alpha1.Grant{Privileges: []string{"PROCESS"}, Database: "*"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("the existing account's grants changed: %+v", got)
+	}
+	if err := users.Delete(ctx, "dba", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "refused user deleted", func(ctx context.Context) (bool, error) {
+		_, err := users.Get(ctx, "dba", metav1.GetOptions{})
+		return gone(ctx, err)
+	})
+	if accountOn(t, servers[0], "dba") == nil {
+		t.Fatal("deleting a MySQLUser dropped an account it did not create")
+	}
+
+	u := newUser(ns, "dba", "dba-password", v1alpha1.Grant{Privileges: []string{"SELECT"}, Database: "app"})
+	u.Spec.AdoptExisting = true
+	if _, err := users.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUserReady(t, ns, "dba", "True")
+	if err := logsIn(servers[0], "dba", "taken-Over-Pa55"); err != nil {
+		t.Errorf("adopted account with the Secret's password: %v", err)
+	}
+	if got, want := accountOn(t, servers[0], "dba").Grants, grantsOf(t, v1alpha1.Grant{Privileges: []string{"SELECT"}, Database: "app"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("adopted account's grants %+v, want %+v", got, want)
+	}
+	if got, _ := users.Get(ctx, "dba", metav1.GetOptions{}); got.Status.Account != "'dba'@'%'" {
+		t.Errorf("status.account = %q", got.Status.Account)
+	}
+
+	// A schema someone else made: refused, never dropped (even adopted, even under Delete);
+	// a second MySQLDatabase naming a schema another manages is a conflict.
+	dbs := mysql.MysqlopV1alpha1().MySQLDatabases(ns)
+	if err := admin.ExecSQL(ctx, "CREATE DATABASE theirs", "CREATE TABLE theirs.t (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	newDB := func(name, schema string, adopt bool) *v1alpha1.MySQLDatabase {
+		return &v1alpha1.MySQLDatabase{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: v1alpha1.MySQLDatabaseSpec{
+			ClusterRef: v1alpha1.ClusterReference{Name: "db"}, Name: schema, DeletionPolicy: v1alpha1.DeletionDelete, AdoptExisting: adopt}}
+	}
+	dbReady := func(name, want string) {
+		t.Helper()
+		eventually(t, 30*time.Second, "database "+name+" Ready="+want, func(ctx context.Context) (bool, error) {
+			d, err := dbs.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && d.Status.ObservedGeneration == d.Generation && readyReason(d.Status.Conditions) == want, nil
+		})
+	}
+	schemaThere := func(name string) bool {
+		t.Helper()
+		sc, err := admin.Schema(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sc != nil
+	}
+	deleteDB := func(name string) {
+		t.Helper()
+		if err := dbs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "database "+name+" deleted", func(ctx context.Context) (bool, error) {
+			_, err := dbs.Get(ctx, name, metav1.GetOptions{})
+			return gone(ctx, err)
+		})
+	}
+	for _, adopt := range []bool{false, true} {
+		if _, err := dbs.Create(ctx, newDB("theirs", "theirs", adopt), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if adopt {
+			dbReady("theirs", "True")
+		} else {
+			dbReady("theirs", "SchemaExists")
+		}
+		deleteDB("theirs")
+		if !schemaThere("theirs") {
+			t.Fatalf("deleting a MySQLDatabase (adoptExisting %v, deletionPolicy Delete) dropped a schema it did not create", adopt)
+		}
+	}
+	if _, err := dbs.Create(ctx, newDB("ours", "ours", false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dbReady("ours", "True")
+	// Created later (or in the same second and after it by name): "ours" stays the owner.
+	if _, err := dbs.Create(ctx, newDB("ours-too", "ours", false), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dbReady("ours-too", "Conflict")
+	deleteDB("ours-too")
+	if !schemaThere("ours") {
+		t.Fatal("a MySQLDatabase in conflict dropped the schema another manages")
+	}
+	deleteDB("ours")
+	if schemaThere("ours") {
+		t.Error("deletionPolicy Delete kept the schema the MySQLDatabase created")
+	}
+}

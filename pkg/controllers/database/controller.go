@@ -80,6 +80,38 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	return c, nil
 }
 
+// ReasonConflict: another MySQLDatabase already manages the same schema of the cluster.
+const ReasonConflict = "Conflict"
+
+// ReasonSchemaExists: the schema exists on the server and the MySQLDatabase did not create it.
+const ReasonSchemaExists = "SchemaExists"
+
+// createdSchema: the MySQLDatabase whose status is st created the schema name. A status of an
+// earlier version has no schema but the server's character set: it reconciled the schema,
+// which it is taken to have created (as those versions created or took any).
+func createdSchema(st v1alpha1.MySQLDatabaseStatus, name string) bool {
+	return st.Schema == name || st.Schema == "" && !st.Adopted && st.CharacterSet != ""
+}
+
+func databaseStatus(d *v1alpha1.MySQLDatabase) *v1alpha1.MySQLDatabaseStatus { return &d.Status }
+
+// schemaOwner returns the name of the MySQLDatabase that manages d's schema.
+func (c *Controller) schemaOwner(d *v1alpha1.MySQLDatabase) string {
+	objs, err := c.index.ByIndex(byCluster, d.Namespace+"/"+d.Spec.ClusterRef.Name)
+	if err != nil {
+		return d.Name
+	}
+	var same []*v1alpha1.MySQLDatabase
+	for _, o := range objs {
+		other := o.(*v1alpha1.MySQLDatabase).DeepCopy()
+		v1alpha1.SetDatabaseDefaults(other)
+		if other.Spec.Name == d.Spec.Name {
+			same = append(same, other)
+		}
+	}
+	return sqlobject.Owner(d, same)
+}
+
 // Run runs workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
 
@@ -98,6 +130,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	if errs := v1alpha1.ValidateDatabase(d); len(errs) > 0 {
 		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+	}
+	if owner := c.schemaOwner(d); owner != d.Name {
+		// Two objects managing one schema would undo each other, and either could drop it.
+		return c.notReady(ctx, cached, ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), events.InvalidSpec)
 	}
 	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update); err != nil {
 		return err
@@ -119,6 +155,21 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
 		return err
 	}
+	created := createdSchema(cached.Status, name)
+	switch {
+	case have != nil && !created && !d.Spec.AdoptExisting:
+		return c.notReady(ctx, cached, ReasonSchemaExists, fmt.Sprintf("Database %s exists and this MySQLDatabase did not create it: it is left alone "+
+			"(spec.adoptExisting manages it, and never drops it)", name), events.InvalidSpec)
+	case have == nil && cached.Status.Schema != name:
+		// Recorded before CREATE DATABASE: were the status write after it lost, the schema
+		// would look like someone else's, and never be dropped.
+		st := cached.Status.DeepCopy()
+		st.Schema, st.Adopted = name, false
+		if cached, err = sqlobject.UpdateStatus(ctx, cached, st, databaseStatus, c.mysql.MysqlopV1alpha1().MySQLDatabases(cached.Namespace).UpdateStatus); err != nil {
+			return err
+		}
+		created = true
+	}
 	stmt, reason, err := plan(name, want, have)
 	if err != nil {
 		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
@@ -137,6 +188,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	st := cached.Status.DeepCopy()
 	st.ObservedGeneration = cached.Generation
 	st.CharacterSet, st.Collation = have.CharacterSet, have.Collation
+	if created {
+		st.Schema = name
+	} else {
+		st.Adopted = true
+	}
 	sqlobject.SetReady(&st.Conditions, cached.Generation, true, sqlobject.ReasonReconciled, fmt.Sprintf("Database %s matches the spec", name))
 	return c.writeStatus(ctx, cached, st)
 }
@@ -170,6 +226,10 @@ func (c *Controller) finalize(ctx context.Context, cached, d *v1alpha1.MySQLData
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "MySQLCluster %s is gone: nothing to drop", d.Spec.ClusterRef.Name)
 	case d.Spec.DeletionPolicy != v1alpha1.DeletionDelete:
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept database %s and its data (deletionPolicy Retain)", d.Spec.Name)
+	case c.schemaOwner(d) != d.Name:
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept database %s: another MySQLDatabase manages it", d.Spec.Name)
+	case !createdSchema(cached.Status, d.Spec.Name):
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept database %s and its data: this MySQLDatabase did not create it", d.Spec.Name)
 	default:
 		in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 		if nr, ok := sqlobject.IsNotReady(err); ok {
@@ -200,6 +260,6 @@ func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLDatabas
 
 // writeStatus writes st through the status subresource unless it equals the cached status.
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLDatabase, st *v1alpha1.MySQLDatabaseStatus) error {
-	return sqlobject.WriteStatus(ctx, cached, st, func(d *v1alpha1.MySQLDatabase) *v1alpha1.MySQLDatabaseStatus { return &d.Status },
+	return sqlobject.WriteStatus(ctx, cached, st, databaseStatus,
 		c.mysql.MysqlopV1alpha1().MySQLDatabases(cached.Namespace).UpdateStatus)
 }

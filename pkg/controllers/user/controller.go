@@ -113,6 +113,17 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 // ReasonConflict: another MySQLUser already manages the same account of the cluster.
 const ReasonConflict = "Conflict"
 
+// ReasonAccountExists: the account exists on the server and the MySQLUser did not create it.
+const ReasonAccountExists = "AccountExists"
+
+// ownsAccount: the MySQLUser whose status is st created or adopted a. A status written by an
+// earlier version has no account but a password version: that MySQLUser set its password.
+func ownsAccount(st v1alpha1.MySQLUserStatus, a mysql.Account) bool {
+	return st.Account == a.String() || st.Account == "" && st.PasswordSecretVersion != ""
+}
+
+func userStatus(u *v1alpha1.MySQLUser) *v1alpha1.MySQLUserStatus { return &u.Status }
+
 // accountOwner returns the name of the MySQLUser that manages u's account: of the objects
 // naming the same cluster, user and host, the oldest (then the first by name).
 func (c *Controller) accountOwner(u *v1alpha1.MySQLUser) string {
@@ -120,21 +131,15 @@ func (c *Controller) accountOwner(u *v1alpha1.MySQLUser) string {
 	if err != nil {
 		return u.Name
 	}
-	owner := u
+	var same []*v1alpha1.MySQLUser
 	for _, o := range objs {
 		other := o.(*v1alpha1.MySQLUser).DeepCopy()
 		v1alpha1.SetUserDefaults(other)
-		// One being deleted still owns the account until it is gone: its finalizer may be
-		// dropping it.
-		if other.Spec.User != u.Spec.User || other.Spec.Host != u.Spec.Host {
-			continue
-		}
-		if other.CreationTimestamp.Before(&owner.CreationTimestamp) ||
-			(other.CreationTimestamp.Equal(&owner.CreationTimestamp) && other.Name < owner.Name) {
-			owner = other
+		if other.Spec.User == u.Spec.User && other.Spec.Host == u.Spec.Host {
+			same = append(same, other)
 		}
 	}
-	return owner.Name
+	return sqlobject.Owner(u, same)
 }
 
 // Run watches referenced Secrets and runs workers until ctx is done.
@@ -202,6 +207,19 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
 		return err
 	}
+	switch {
+	case state != nil && !ownsAccount(cached.Status, a) && !u.Spec.AdoptExisting:
+		return c.notReady(ctx, cached, ReasonAccountExists, fmt.Sprintf("Account %s exists and this MySQLUser did not create it: it is left alone "+
+			"(spec.adoptExisting takes it over: its password and grants then follow the spec)", a), events.InvalidSpec)
+	case state == nil && cached.Status.Account != a.String():
+		// Recorded before CREATE USER: were the status write after it lost, the account
+		// would look like someone else's at the next reconcile.
+		st := cached.Status.DeepCopy()
+		st.Account = a.String()
+		if cached, err = sqlobject.UpdateStatus(ctx, cached, st, userStatus, c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus); err != nil {
+			return err
+		}
+	}
 	// A new Secret, key or Secret version, or a physical restore that brought back the
 	// account as it was in the backup: set the password again.
 	version := fmt.Sprintf("%s/%s@%s", ref.Name, ref.Key, sec.ResourceVersion)
@@ -225,6 +243,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	st := cached.Status.DeepCopy()
 	st.PasswordSecretVersion = version
+	st.Account = a.String()
 	st.ObservedGeneration = cached.Generation
 	sqlobject.SetReady(&st.Conditions, cached.Generation, true, sqlobject.ReasonReconciled, fmt.Sprintf("Account %s matches the spec", a))
 	return c.writeStatus(ctx, cached, st)
@@ -249,6 +268,8 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s: MySQLUser %s manages it", a, owner)
 	case u.Spec.DeletionPolicy == v1alpha1.DeletionRetain:
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s (deletionPolicy Retain)", a)
+	case !ownsAccount(cached.Status, a):
+		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s: this MySQLUser did not create or adopt it", a)
 	default:
 		in, err := c.connector.Primary(ctx, u.Namespace, u.Spec.ClusterRef.Name)
 		if nr, ok := sqlobject.IsNotReady(err); ok {
@@ -284,6 +305,5 @@ func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLUser, r
 
 // writeStatus writes st through the status subresource unless it equals the cached status.
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLUser, st *v1alpha1.MySQLUserStatus) error {
-	return sqlobject.WriteStatus(ctx, cached, st, func(u *v1alpha1.MySQLUser) *v1alpha1.MySQLUserStatus { return &u.Status },
-		c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus)
+	return sqlobject.WriteStatus(ctx, cached, st, userStatus, c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus)
 }

@@ -53,3 +53,21 @@ func TestPlan(t *testing.T) {
 		})
 	}
 }
+
+func TestOwnsAccount(t *testing.T) {
+	a := mysql.Account{User: "app", Host: "%"}
+	for _, tc := range []struct {
+		name string
+		st   v1alpha1.MySQLUserStatus
+		want bool
+	}{
+		{"recorded", v1alpha1.MySQLUserStatus{Account: "'app'@'%'"}, true},
+		{"recorded another", v1alpha1.MySQLUserStatus{Account: "'app'@'10.%'", PasswordSecretVersion: "s/password@1"}, false},
+		{"an earlier version set its password", v1alpha1.MySQLUserStatus{PasswordSecretVersion: "s/password@1"}, true},
+		{"never reconciled", v1alpha1.MySQLUserStatus{}, false},
+	} {
+		if got := ownsAccount(tc.st, a); got != tc.want {
+			t.Errorf("%s: ownsAccount = %v", tc.name, got)
+		}
+	}
+}

@@ -73,6 +73,13 @@ type MySQLUserSpec struct {
 	// RequireTLS makes the server refuse the account's unencrypted connections.
 	// +optional
 	RequireTLS bool `json:"requireTLS,omitempty"`
+	// AdoptExisting lets the MySQLUser take over an account that exists on the server and
+	// that it did not create: its password is set from the Secret and its grants and limits
+	// are made the spec's; role, proxy, routine and column grants, which the spec cannot
+	// express, are kept. Off by default: such an account is left alone and reported
+	// (Ready=False, AccountExists), and never dropped.
+	// +optional
+	AdoptExisting bool `json:"adoptExisting,omitempty"`
 	// DeletionPolicy says whether deleting the MySQLUser drops the account (Delete, the
 	// default) or leaves it (Retain).
 	// +kubebuilder:default=Delete
@@ -120,6 +127,11 @@ type MySQLUserStatus struct {
 	// that last replaced the cluster's data, if any; any change sets it again.
 	// +optional
 	PasswordSecretVersion string `json:"passwordSecretVersion,omitempty"`
+	// Account is the account ('user'@'host') this MySQLUser created or adopted. It is
+	// recorded before the account is created, so an account that exists while this is
+	// unset was made by someone else.
+	// +optional
+	Account string `json:"account,omitempty"`
 	// Conditions: Ready says whether the account matches the spec, and if not, why.
 	// +listType=map
 	// +listMapKey=type
@@ -184,6 +196,12 @@ type MySQLDatabaseSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9_]*$`
 	// +optional
 	Collation string `json:"collation,omitempty"`
+	// AdoptExisting lets the MySQLDatabase manage a schema that exists on the server and that
+	// it did not create (its character set and collation then follow the spec). It is never
+	// dropped, whatever the deletion policy: its data was not the operator's to delete. Off
+	// by default: such a schema is left alone and reported (Ready=False, SchemaExists).
+	// +optional
+	AdoptExisting bool `json:"adoptExisting,omitempty"`
 	// DeletionPolicy says whether deleting the MySQLDatabase drops the schema and all its
 	// data (Delete) or leaves it (Retain, the default: data is only dropped when asked).
 	// +kubebuilder:default=Retain
@@ -201,6 +219,14 @@ type MySQLDatabaseStatus struct {
 	CharacterSet string `json:"characterSet,omitempty"`
 	// +optional
 	Collation string `json:"collation,omitempty"`
+	// Schema is the schema this MySQLDatabase created, recorded before it creates it. A
+	// schema it did not create (adopted, or one it is refused) is never dropped.
+	// +optional
+	Schema string `json:"schema,omitempty"`
+	// Adopted is set when the schema existed before this MySQLDatabase and it manages it
+	// through spec.adoptExisting.
+	// +optional
+	Adopted bool `json:"adopted,omitempty"`
 	// Conditions: Ready says whether the schema matches the spec, and if not, why.
 	// +listType=map
 	// +listMapKey=type

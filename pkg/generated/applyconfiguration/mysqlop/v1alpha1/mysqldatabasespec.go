@@ -35,6 +35,11 @@ type MySQLDatabaseSpecApplyConfiguration struct {
 	CharacterSet *string `json:"characterSet,omitempty"`
 	// Collation is the schema's default collation; empty keeps the character set's default.
 	Collation *string `json:"collation,omitempty"`
+	// AdoptExisting lets the MySQLDatabase manage a schema that exists on the server and that
+	// it did not create (its character set and collation then follow the spec). It is never
+	// dropped, whatever the deletion policy: its data was not the operator's to delete. Off
+	// by default: such a schema is left alone and reported (Ready=False, SchemaExists).
+	AdoptExisting *bool `json:"adoptExisting,omitempty"`
 	// DeletionPolicy says whether deleting the MySQLDatabase drops the schema and all its
 	// data (Delete) or leaves it (Retain, the default: data is only dropped when asked).
 	DeletionPolicy *mysqlopv1alpha1.DeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -75,6 +80,14 @@ func (b *MySQLDatabaseSpecApplyConfiguration) WithCharacterSet(value string) *My
 // If called multiple times, the Collation field is set to the value of the last call.
 func (b *MySQLDatabaseSpecApplyConfiguration) WithCollation(value string) *MySQLDatabaseSpecApplyConfiguration {
 	b.Collation = &value
+	return b
+}
+
+// WithAdoptExisting sets the AdoptExisting field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AdoptExisting field is set to the value of the last call.
+func (b *MySQLDatabaseSpecApplyConfiguration) WithAdoptExisting(value bool) *MySQLDatabaseSpecApplyConfiguration {
+	b.AdoptExisting = &value
 	return b
 }
 

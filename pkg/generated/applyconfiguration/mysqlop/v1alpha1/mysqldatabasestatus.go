@@ -32,6 +32,12 @@ type MySQLDatabaseStatusApplyConfiguration struct {
 	// CharacterSet and Collation are the schema's defaults as the server reported them.
 	CharacterSet *string `json:"characterSet,omitempty"`
 	Collation    *string `json:"collation,omitempty"`
+	// Schema is the schema this MySQLDatabase created, recorded before it creates it. A
+	// schema it did not create (adopted, or one it is refused) is never dropped.
+	Schema *string `json:"schema,omitempty"`
+	// Adopted is set when the schema existed before this MySQLDatabase and it manages it
+	// through spec.adoptExisting.
+	Adopted *bool `json:"adopted,omitempty"`
 	// Conditions: Ready says whether the schema matches the spec, and if not, why.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
@@ -63,6 +69,22 @@ func (b *MySQLDatabaseStatusApplyConfiguration) WithCharacterSet(value string) *
 // If called multiple times, the Collation field is set to the value of the last call.
 func (b *MySQLDatabaseStatusApplyConfiguration) WithCollation(value string) *MySQLDatabaseStatusApplyConfiguration {
 	b.Collation = &value
+	return b
+}
+
+// WithSchema sets the Schema field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Schema field is set to the value of the last call.
+func (b *MySQLDatabaseStatusApplyConfiguration) WithSchema(value string) *MySQLDatabaseStatusApplyConfiguration {
+	b.Schema = &value
+	return b
+}
+
+// WithAdopted sets the Adopted field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Adopted field is set to the value of the last call.
+func (b *MySQLDatabaseStatusApplyConfiguration) WithAdopted(value bool) *MySQLDatabaseStatusApplyConfiguration {
+	b.Adopted = &value
 	return b
 }
 

@@ -49,6 +49,12 @@ type MySQLUserSpecApplyConfiguration struct {
 	MaxUserConnections *int64 `json:"maxUserConnections,omitempty"`
 	// RequireTLS makes the server refuse the account's unencrypted connections.
 	RequireTLS *bool `json:"requireTLS,omitempty"`
+	// AdoptExisting lets the MySQLUser take over an account that exists on the server and
+	// that it did not create: its password is set from the Secret and its grants and limits
+	// are made the spec's; role, proxy, routine and column grants, which the spec cannot
+	// express, are kept. Off by default: such an account is left alone and reported
+	// (Ready=False, AccountExists), and never dropped.
+	AdoptExisting *bool `json:"adoptExisting,omitempty"`
 	// DeletionPolicy says whether deleting the MySQLUser drops the account (Delete, the
 	// default) or leaves it (Retain).
 	DeletionPolicy *mysqlopv1alpha1.DeletionPolicy `json:"deletionPolicy,omitempty"`
@@ -118,6 +124,14 @@ func (b *MySQLUserSpecApplyConfiguration) WithMaxUserConnections(value int64) *M
 // If called multiple times, the RequireTLS field is set to the value of the last call.
 func (b *MySQLUserSpecApplyConfiguration) WithRequireTLS(value bool) *MySQLUserSpecApplyConfiguration {
 	b.RequireTLS = &value
+	return b
+}
+
+// WithAdoptExisting sets the AdoptExisting field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the AdoptExisting field is set to the value of the last call.
+func (b *MySQLUserSpecApplyConfiguration) WithAdoptExisting(value bool) *MySQLUserSpecApplyConfiguration {
+	b.AdoptExisting = &value
 	return b
 }
 

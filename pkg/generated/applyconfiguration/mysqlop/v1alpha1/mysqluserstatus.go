@@ -33,6 +33,10 @@ type MySQLUserStatusApplyConfiguration struct {
 	// (name/key@version) the account's password was last set from, and the physical restore
 	// that last replaced the cluster's data, if any; any change sets it again.
 	PasswordSecretVersion *string `json:"passwordSecretVersion,omitempty"`
+	// Account is the account ('user'@'host') this MySQLUser created or adopted. It is
+	// recorded before the account is created, so an account that exists while this is
+	// unset was made by someone else.
+	Account *string `json:"account,omitempty"`
 	// Conditions: Ready says whether the account matches the spec, and if not, why.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
 }
@@ -56,6 +60,14 @@ func (b *MySQLUserStatusApplyConfiguration) WithObservedGeneration(value int64) 
 // If called multiple times, the PasswordSecretVersion field is set to the value of the last call.
 func (b *MySQLUserStatusApplyConfiguration) WithPasswordSecretVersion(value string) *MySQLUserStatusApplyConfiguration {
 	b.PasswordSecretVersion = &value
+	return b
+}
+
+// WithAccount sets the Account field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Account field is set to the value of the last call.
+func (b *MySQLUserStatusApplyConfiguration) WithAccount(value string) *MySQLUserStatusApplyConfiguration {
+	b.Account = &value
 	return b
 }
 
