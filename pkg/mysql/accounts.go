@@ -312,6 +312,9 @@ func DropAccount(a Account) Statement {
 type AccountState struct {
 	Options AccountOptions
 	Grants  Grants
+	// Unmanaged names the kinds of grants the account holds that Grants cannot express and
+	// nothing here changes: role, proxy, routine, column.
+	Unmanaged []string
 }
 
 // Account returns a's state, or nil when the account does not exist.
@@ -346,7 +349,40 @@ func (in *Instance) Account(ctx context.Context, a Account) (*AccountState, erro
 	if st.Grants, err = ParseShowGrants(lines); err != nil {
 		return nil, fmt.Errorf("grants of %s: %w", a, err)
 	}
+	st.Unmanaged = UnmanagedGrants(lines)
 	return &st, nil
+}
+
+// UnmanagedGrants names, once each in order of kind, the grants in SHOW GRANTS lines that
+// ParseShowGrants skips: role, proxy, routine and column grants.
+func UnmanagedGrants(lines []string) []string {
+	found := map[string]bool{}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "GRANT ") {
+			continue
+		}
+		on := strings.Index(l, " ON ")
+		if on < 0 {
+			found["role"] = true
+			continue
+		}
+		privs, rest := l[len("GRANT "):on], l[on+len(" ON "):]
+		switch {
+		case privs == "PROXY":
+			found["proxy"] = true
+		case strings.HasPrefix(rest, "PROCEDURE ") || strings.HasPrefix(rest, "FUNCTION ") || strings.HasPrefix(rest, "PACKAGE "):
+			found["routine"] = true
+		case strings.Contains(privs, "("):
+			found["column"] = true
+		}
+	}
+	var out []string
+	for _, k := range []string{"role", "proxy", "routine", "column"} {
+		if found[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 var charsetName = regexp.MustCompile(`^[a-z0-9_]*$`)

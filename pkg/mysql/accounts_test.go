@@ -51,6 +51,23 @@ func TestParseShowGrants(t *testing.T) {
 	}
 }
 
+func TestUnmanagedGrantsNamesWhatParseShowGrantsSkips(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{"GRANT SELECT ON `app`.* TO `u`@`%`", nil},
+		{"GRANT `role1` TO `u`@`%`", []string{"role"}},
+		{"GRANT PROXY ON ''@'%' TO 'u'@'%'", []string{"proxy"}},
+		{"GRANT EXECUTE ON PROCEDURE `app`.`p` TO `u`@`%`", []string{"routine"}},
+		{"GRANT SELECT (`id`) ON `app`.`t` TO `u`@`%`", []string{"column"}},
+	} {
+		if got := UnmanagedGrants([]string{"GRANT USAGE ON *.* TO `u`@`%`", tc.line}); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.line, got, tc.want)
+		}
+	}
+}
+
 func TestGrantsAddRejectsInjection(t *testing.T) {
 	for _, bad := range [][]string{{"SELECT ON *.* TO x; DROP"}, {"SELECT; DROP TABLE x"}, {"ALL PRIVILEGES", "1"}} {
 		if err := (Grants{}).Add(app, bad, false); err == nil {

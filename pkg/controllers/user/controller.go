@@ -10,6 +10,7 @@ package user
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -211,6 +212,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	case state != nil && !ownsAccount(cached.Status, a) && !u.Spec.AdoptExisting:
 		return c.notReady(ctx, cached, ReasonAccountExists, fmt.Sprintf("Account %s exists and this MySQLUser did not create it: it is left alone "+
 			"(spec.adoptExisting takes it over: its password and grants then follow the spec)", a), events.InvalidSpec)
+	case state != nil && !ownsAccount(cached.Status, a) && len(state.Unmanaged) > 0:
+		// Adopting would keep grants the spec cannot express (and so cannot bound): a
+		// MySQLUser could take over more than it may hold.
+		return c.notReady(ctx, cached, ReasonAccountExists, fmt.Sprintf("Account %s exists with %s grants the spec cannot express: it is not adopted until they are revoked",
+			a, strings.Join(state.Unmanaged, ", ")), events.InvalidSpec)
 	case state == nil && cached.Status.Account != a.String():
 		// Recorded before CREATE USER: were the status write after it lost, the account
 		// would look like someone else's at the next reconcile.

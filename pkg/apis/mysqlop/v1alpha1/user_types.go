@@ -75,9 +75,9 @@ type MySQLUserSpec struct {
 	RequireTLS bool `json:"requireTLS,omitempty"`
 	// AdoptExisting lets the MySQLUser take over an account that exists on the server and
 	// that it did not create: its password is set from the Secret and its grants and limits
-	// are made the spec's; role, proxy, routine and column grants, which the spec cannot
-	// express, are kept. Off by default: such an account is left alone and reported
-	// (Ready=False, AccountExists), and never dropped.
+	// are made the spec's. An account holding role, proxy, routine or column grants, which
+	// the spec cannot express, is not adopted until they are revoked. Off by default: such an
+	// account is left alone and reported (Ready=False, AccountExists), and never dropped.
 	// +optional
 	AdoptExisting bool `json:"adoptExisting,omitempty"`
 	// DeletionPolicy says whether deleting the MySQLUser drops the account (Delete, the
