@@ -85,7 +85,28 @@ func newMember(t *testing.T, creds map[string]string) *member {
 }
 
 // start runs the server exactly as the pod's server container does (plus a loopback port).
+// It is up once its own socket answers: a TCP dial could reach another test's server that
+// took the port first (seen in CI as "Access denied" from the wrong server), so a server that
+// exits because its port is taken is started again on another.
 func (m *member) start(t *testing.T) func() {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		stop, err := m.startOnce(t)
+		if err == nil {
+			return stop
+		}
+		if !strings.Contains(err.Error(), "Address already in use") || attempt == 3 {
+			t.Fatal(err)
+		}
+		port, perr := proc.FreePort()
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		m.port = port
+	}
+}
+
+func (m *member) startOnce(t *testing.T) (func(), error) {
 	t.Helper()
 	cmd := exec.Command("mariadbd", "--defaults-file="+filepath.Join(m.opts.ConfDir, "my.cnf"),
 		fmt.Sprintf("--port=%d", m.port), "--bind-address=127.0.0.1", "--user=root")
@@ -109,13 +130,19 @@ func (m *member) start(t *testing.T) func() {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.port)); err == nil {
+		if c, err := net.Dial("unix", m.sock); err == nil {
 			c.Close()
-			return stop
+			return stop, nil
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(out.Name())
+			return nil, fmt.Errorf("server exited during start-up:\n%s", b)
+		default:
 		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(out.Name())
-			t.Fatalf("server did not start:\n%s", b)
+			return nil, fmt.Errorf("server did not start:\n%s", b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
