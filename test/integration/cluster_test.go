@@ -39,7 +39,7 @@ func TestCRDValidationRejectsBadSpecs(t *testing.T) {
 		{"members 10", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 10 }, "spec.members: Invalid value: 10"},
 		{"unknown flavor", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = "postgres" }, `spec.flavor: Unsupported value: "postgres"`},
 		{"malformed version", func(c *v1alpha1.MySQLCluster) { c.Spec.Version = "8.4" }, "spec.version in body should match"},
-		{"owned config key", func(c *v1alpha1.MySQLCluster) { c.Spec.Config = map[string]v1alpha1.ConfigValue{"Server-ID": "3"} }, "config sets a key the operator manages"},
+		{"owned config key", func(c *v1alpha1.MySQLCluster) { c.Spec.Config = map[string]v1alpha1.ConfigValue{"Server-ID": "3"} }, "config sets an option the operator manages"},
 		{"reserved pod label", func(c *v1alpha1.MySQLCluster) { c.Spec.PodLabels = map[string]string{"mysqlop.io/role": "primary"} }, "reserved prefixes"},
 		{"replication mode", func(c *v1alpha1.MySQLCluster) { c.Spec.Replication.Mode = "sync" }, `spec.replication.mode: Unsupported value: "sync"`},
 	} {
