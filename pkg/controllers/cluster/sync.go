@@ -232,7 +232,8 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		case err == nil:
 		case errors.As(err, &ce):
 			res.conflicts = append(res.conflicts, ce.kind+" "+ce.name)
-			res.blocked = res.blocked || ce.kind == "StatefulSet"
+			// The only Secret here is the credentials one.
+			res.blocked = res.blocked || ce.kind == "StatefulSet" || ce.kind == "Secret"
 		default:
 			errs = append(errs, err)
 		}
@@ -249,8 +250,6 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	}
 	_, err = ensure(ctx, c, cluster, c.secretOps(cluster), sec)
 	record(err)
-	var ce *conflictError
-	credentialsConflict := errors.As(err, &ce)
 
 	cm := configmap.New(cluster, opVersion)
 	setSpecHash(cm, cm.Data)
@@ -278,10 +277,9 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	})
 	setSpecHash(sts, sts.Spec)
 	res.statefulSet = sts
-	if credentialsConflict {
-		// Pods would mount someone else's credentials: the cluster stops as for a foreign
-		// StatefulSet, and a StatefulSet already there is left as it is.
-		res.blocked = true
+	if res.blocked {
+		// The credentials Secret is someone else's: pods would mount it. The cluster stops as
+		// for a foreign StatefulSet, and a StatefulSet already there is left as it is.
 		return res, errors.Join(errs...)
 	}
 	res.current, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)

@@ -97,19 +97,11 @@ func databaseStatus(d *v1alpha1.MySQLDatabase) *v1alpha1.MySQLDatabaseStatus { r
 
 // schemaOwner returns the name of the MySQLDatabase that manages d's schema.
 func (c *Controller) schemaOwner(d *v1alpha1.MySQLDatabase) string {
-	objs, err := c.index.ByIndex(byCluster, d.Namespace+"/"+d.Spec.ClusterRef.Name)
-	if err != nil {
-		return d.Name
-	}
-	var same []*v1alpha1.MySQLDatabase
-	for _, o := range objs {
-		other := o.(*v1alpha1.MySQLDatabase).DeepCopy()
+	return sqlobject.IndexedOwner(c.index, byCluster, d.Namespace+"/"+d.Spec.ClusterRef.Name, d, func(o *v1alpha1.MySQLDatabase) bool {
+		other := o.DeepCopy()
 		v1alpha1.SetDatabaseDefaults(other)
-		if other.Spec.Name == d.Spec.Name {
-			same = append(same, other)
-		}
-	}
-	return sqlobject.Owner(d, same)
+		return other.Spec.Name == d.Spec.Name
+	})
 }
 
 // Run runs workers until ctx is done.

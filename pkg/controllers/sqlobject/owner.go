@@ -2,6 +2,7 @@ package sqlobject
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Owner returns the name of the object, of self and others, that manages one server object
@@ -17,4 +18,20 @@ func Owner[T metav1.Object](self T, others []T) string {
 		}
 	}
 	return owner.GetName()
+}
+
+// IndexedOwner is Owner over the objects that index holds under key of indexName and that
+// same says manage the same server object as self.
+func IndexedOwner[T metav1.Object](index cache.Indexer, indexName, key string, self T, same func(T) bool) string {
+	objs, err := index.ByIndex(indexName, key)
+	if err != nil {
+		return self.GetName()
+	}
+	var others []T
+	for _, o := range objs {
+		if t, ok := o.(T); ok && same(t) {
+			others = append(others, t)
+		}
+	}
+	return Owner(self, others)
 }

@@ -128,19 +128,11 @@ func userStatus(u *v1alpha1.MySQLUser) *v1alpha1.MySQLUserStatus { return &u.Sta
 // accountOwner returns the name of the MySQLUser that manages u's account: of the objects
 // naming the same cluster, user and host, the oldest (then the first by name).
 func (c *Controller) accountOwner(u *v1alpha1.MySQLUser) string {
-	objs, err := c.index.ByIndex(byCluster, u.Namespace+"/"+u.Spec.ClusterRef.Name)
-	if err != nil {
-		return u.Name
-	}
-	var same []*v1alpha1.MySQLUser
-	for _, o := range objs {
-		other := o.(*v1alpha1.MySQLUser).DeepCopy()
+	return sqlobject.IndexedOwner(c.index, byCluster, u.Namespace+"/"+u.Spec.ClusterRef.Name, u, func(o *v1alpha1.MySQLUser) bool {
+		other := o.DeepCopy()
 		v1alpha1.SetUserDefaults(other)
-		if other.Spec.User == u.Spec.User && other.Spec.Host == u.Spec.Host {
-			same = append(same, other)
-		}
-	}
-	return sqlobject.Owner(u, same)
+		return other.Spec.User == u.Spec.User && other.Spec.Host == u.Spec.Host
+	})
 }
 
 // Run watches referenced Secrets and runs workers until ctx is done.
