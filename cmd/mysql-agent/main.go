@@ -125,7 +125,18 @@ func initCmd(ctx context.Context, args []string) error {
 	peerService := fs.String("peer-service", "", "headless service naming the members: an empty datadir is seeded from a peer's agent when the cluster holds data")
 	agentPort := fs.Int("agent-port", 9080, "port of the peers' agents")
 	agentCert := fs.String("agent-tls-cert-file", "", "the agents' certificate (PEM): peers are called over TLS and must present it; empty calls them over plain HTTP")
+	holdsDataFile := fs.String("holds-data-file", "", "file that exists once the operator recorded that the cluster holds data (default: "+agent.FileHoldsData+" beside --config-template)")
 	_ = fs.Parse(args)
+	if *holdsDataFile == "" {
+		// Beside the template, from the same ConfigMap: no new argument in the pod template,
+		// whose change would restart every member.
+		*holdsDataFile = filepath.Join(filepath.Dir(o.ConfigTemplate), agent.FileHoldsData)
+	}
+	holds, err := agent.ClusterHoldsData(*holdsDataFile)
+	if err != nil {
+		return err
+	}
+	o.ClusterHoldsData = holds
 	switch mysql.Flavor(*flavor) {
 	case mysql.MySQL, mysql.MariaDB:
 		o.Flavor = mysql.Flavor(*flavor)

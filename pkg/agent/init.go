@@ -50,6 +50,10 @@ type InitOptions struct {
 	// Peers are the agent addresses (host:port) of the other members: an empty datadir is
 	// seeded from one of them when they hold data (seed.go; MariaDB only).
 	Peers []string
+	// ClusterHoldsData is true once the operator recorded that the cluster holds data: then a
+	// peer that does not answer may hold it, and the member waits for a donor rather than
+	// starting empty.
+	ClusterHoldsData bool
 	// AgentTLS is the TLS configuration for the peers' agents (ClientTLS); nil for plain HTTP.
 	AgentTLS *tls.Config
 }

@@ -29,6 +29,23 @@ import (
 // (this cluster's accounts, replication forgotten, GTID state at the copy's position), so the
 // member then replicates from the primary from that position on.
 
+// FileHoldsData is the file, beside the operator's my.cnf (a key of the same ConfigMap), that
+// exists once the operator recorded that the cluster holds data (configmap.KeyHoldsData).
+const FileHoldsData = "holds-data"
+
+// ClusterHoldsData reads the operator's record at path: true when the file says "true", false
+// when it is absent.
+func ClusterHoldsData(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return strings.TrimSpace(string(b)) == "true", nil
+}
+
 // seedErrorTrailer carries the donor's failure after a streamed copy: a copy cut short must
 // never be taken for a whole one.
 const seedErrorTrailer = "Mysqlop-Seed-Error"
@@ -149,14 +166,16 @@ type peer struct {
 // chooseDonor picks the peer to copy: a ready replica first (a copy should not load the
 // primary), the ready primary otherwise. seed is false when no peer is known to hold data
 // (a new cluster: start empty); peers with data, or agents that answered without a status,
-// but no ready donor, is an error to retry.
-func chooseDonor(peers []peer) (donor string, seed bool, err error) {
+// but no ready donor, is an error to retry. Once the cluster has held data (holdsData, from the
+// operator), a peer that does not answer may hold it too: only peers that answered with no
+// data let the member start empty.
+func chooseDonor(peers []peer, holdsData bool) (donor string, seed bool, err error) {
 	var primary string
 	withData, unknown := 0, 0
 	for _, p := range peers {
 		st := p.Status
 		switch {
-		case p.Answered && st == nil:
+		case p.Answered && st == nil, !p.Answered && holdsData:
 			unknown++
 			continue
 		case st == nil || st.Executed == "":
@@ -178,6 +197,11 @@ func chooseDonor(peers []peer) (donor string, seed bool, err error) {
 		return donor, true, nil
 	case withData == 0 && unknown == 0:
 		return "", false, nil
+	}
+	if withData == 0 && holdsData {
+		// Every member lost its datadir at once, or the peers are all down: never an empty
+		// member in a cluster that held data. Restoring a backup is the way out of the first.
+		return "", true, fmt.Errorf("the cluster holds data but no peer that could hold it is ready to be copied (%d cannot tell)", unknown)
 	}
 	return "", true, fmt.Errorf("no peer is ready to be copied (%d hold data, %d cannot tell)", withData, unknown)
 }
@@ -204,7 +228,7 @@ func seedFromPeers(ctx context.Context, o InitOptions, cnf string) (bool, error)
 			peers[i] = peer{Addr: addr, Answered: code != 0, Status: st}
 		}
 		var seed bool
-		donor, seed, err = chooseDonor(peers)
+		donor, seed, err = chooseDonor(peers, o.ClusterHoldsData)
 		if !seed {
 			logger.Info("No peer holds data: initialising an empty datadir", "peers", len(peers))
 			return false, nil

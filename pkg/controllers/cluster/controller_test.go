@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	core "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -29,6 +30,7 @@ import (
 	mysqlfake "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/fake"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
 
@@ -118,6 +120,12 @@ func (f *fixture) settle() {
 		}
 		for i := range pods.Items {
 			if cp, err := f.ctrl.pods.Pods(ns).Get(pods.Items[i].Name); !same(&pods.Items[i], cp, err) {
+				return false, nil
+			}
+		}
+		cms, _ := f.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelManagedBy})
+		for i := range cms.Items {
+			if cc, err := f.ctrl.configMaps.ConfigMaps(ns).Get(cms.Items[i].Name); !same(&cms.Items[i], cc, err) {
 				return false, nil
 			}
 		}
@@ -252,7 +260,8 @@ func mariadb(members int32, version string) *v1alpha1.MySQLCluster {
 	})
 }
 
-// inSync returns a fixture whose cluster, children and pods match the spec.
+// inSync returns a fixture whose cluster, children and pods match the spec, and whose
+// ConfigMap records that the cluster holds data (the sync after the first primary).
 func inSync(t *testing.T, c *v1alpha1.MySQLCluster) *fixture {
 	f := newFixture(t, config("v1"), c)
 	f.sync()
@@ -260,8 +269,76 @@ func inSync(t *testing.T, c *v1alpha1.MySQLCluster) *fixture {
 	f.runPods()
 	f.sync()
 	f.settle()
+	f.sync()
+	f.settle()
 	f.events()
 	return f
+}
+
+func TestConfigMapRecordsThatTheClusterHoldsData(t *testing.T) {
+	f := newFixture(t, config("v1"), mariadb(3, "10.11.6"))
+	f.sync()
+	f.settle()
+	f.runPods()
+	f.sync() // status.primary is written at the end of this round
+	f.settle()
+	cm := func() *corev1.ConfigMap {
+		cm, err := f.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "db-config", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	if configmap.HoldsData(cm()) {
+		t.Fatal("a cluster that never had a primary is recorded as holding data")
+	}
+	restartHash := f.statefulSet().Spec.Template.Annotations[resources.AnnotationRestartHash]
+
+	f.sync()
+	if w := describe(f.writes()); w != "update configmaps db-config" {
+		t.Errorf("writes once the cluster has a primary: %q, want only the ConfigMap", w)
+	}
+	if !configmap.HoldsData(cm()) {
+		t.Error("the ConfigMap does not record that the cluster holds data")
+	}
+	if got := f.statefulSet().Spec.Template.Annotations[resources.AnnotationRestartHash]; got != restartHash {
+		t.Errorf("restart hash %s -> %s: recording it would restart every member", restartHash, got)
+	}
+}
+
+func TestHoldsDataIsSticky(t *testing.T) {
+	cluster := mariadb(3, "10.11.6")
+	own := configmap.New(cluster, "v1", true)
+	own.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cluster, v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"))}
+	foreign := own.DeepCopy()
+	foreign.OwnerReferences = nil
+	for _, tc := range []struct {
+		name    string
+		primary string
+		epoch   int64
+		cm      *corev1.ConfigMap
+		want    bool
+	}{
+		{"new cluster", "", 0, nil, false},
+		{"a primary", "db-0", 0, nil, true},
+		{"a failover happened", "", 2, nil, true},
+		{"no writable member now, but recorded before", "", 0, own, true},
+		{"recorded in a ConfigMap that is not ours", "", 0, foreign, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster.DeepCopy()
+			c.Status.Primary, c.Status.Epoch = tc.primary, tc.epoch
+			idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+			if tc.cm != nil {
+				if err := idx.Add(tc.cm); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := holdsData(corelisters.NewConfigMapLister(idx), c); got != tc.want {
+				t.Errorf("holdsData = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
 
 func TestCreatesEveryChildWithControllerRef(t *testing.T) {

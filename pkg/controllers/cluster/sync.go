@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -251,7 +252,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	_, err = ensure(ctx, c, cluster, c.secretOps(cluster), sec)
 	record(err)
 
-	cm := configmap.New(cluster, opVersion)
+	cm := configmap.New(cluster, opVersion, holdsData(c.configMaps, cluster))
 	setSpecHash(cm, cm.Data)
 	_, err = ensure(ctx, c, cluster, c.configMapOps(), cm)
 	record(err)
@@ -273,7 +274,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		ServerImage:     c.serverImage(cluster),
 		AgentImage:      c.cfg.Images.Agent,
 		OperatorVersion: opVersion,
-		ConfigHash:      resources.Hash(cm.Data),
+		ConfigHash:      configmap.Hash(cm),
 	})
 	setSpecHash(sts, sts.Spec)
 	res.statefulSet = sts
@@ -285,6 +286,17 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	res.current, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
 	record(err)
 	return res, errors.Join(errs...)
+}
+
+// holdsData reports whether cluster holds data, which its ConfigMap tells new members' init:
+// once it has had a primary (or a change of primary), and from then on for good, as recorded in
+// the ConfigMap it controls (status.primary is empty while no member is writable).
+func holdsData(configMaps corelisters.ConfigMapLister, cluster *v1alpha1.MySQLCluster) bool {
+	if cluster.Status.Primary != "" || cluster.Status.Epoch > 0 {
+		return true
+	}
+	cm, err := configMaps.ConfigMaps(cluster.Namespace).Get(resources.ConfigMapName(cluster))
+	return err == nil && metav1.IsControlledBy(cm, cluster) && configmap.HoldsData(cm)
 }
 
 // syncClustering hands the cluster's current shape (and fence) to its clustering runner,

@@ -19,6 +19,12 @@ import (
 // Key is the ConfigMap key that holds my.cnf.
 const Key = "my.cnf"
 
+// KeyHoldsData is the ConfigMap key, present once the cluster has had a primary, that tells a
+// member's init that the cluster holds data: an empty member then never starts empty while a
+// peer that may hold the data does not answer (it waits for a donor instead). It is not part of
+// the restart hash (Hash), so setting it restarts nothing.
+const KeyHoldsData = "holds-data"
+
 // Paths inside the server container that my.cnf refers to.
 const (
 	DataDir    = "/var/lib/mysql/data"
@@ -110,10 +116,26 @@ func Render(c *v1alpha1.MySQLCluster) string {
 	return b.String()
 }
 
-// New returns the my.cnf ConfigMap of c.
-func New(c *v1alpha1.MySQLCluster, operatorVersion string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
+// New returns the my.cnf ConfigMap of c; holdsData adds KeyHoldsData.
+func New(c *v1alpha1.MySQLCluster, operatorVersion string, holdsData bool) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
 		ObjectMeta: resources.ObjectMeta(c, resources.ConfigMapName(c), operatorVersion),
 		Data:       map[string]string{Key: Render(c)},
 	}
+	if holdsData {
+		cm.Data[KeyHoldsData] = "true"
+	}
+	return cm
+}
+
+// HoldsData reports whether cm (nil when absent) records that its cluster holds data.
+func HoldsData(cm *corev1.ConfigMap) bool {
+	return cm != nil && cm.Data[KeyHoldsData] == "true"
+}
+
+// Hash is the hash of cm's my.cnf, which restarts the members when it changes. It covers only
+// Key, and hashes it in the map form earlier versions hashed the whole data in, so the hash of
+// an unchanged my.cnf stays what it was.
+func Hash(cm *corev1.ConfigMap) string {
+	return resources.Hash(map[string]string{Key: cm.Data[Key]})
 }

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
 
@@ -69,5 +71,25 @@ func TestRenderIsDeterministic(t *testing.T) {
 		if Render(c) != first {
 			t.Fatal("Render output changes between calls")
 		}
+	}
+}
+
+func TestHoldsDataIsOutsideTheRestartHash(t *testing.T) {
+	c := testutil.Cluster("ns", "db")
+	fresh, holding := New(c, "v1", false), New(c, "v1", true)
+	if HoldsData(fresh) || !HoldsData(holding) || HoldsData(nil) {
+		t.Errorf("HoldsData: fresh %v, holding %v, nil %v", HoldsData(fresh), HoldsData(holding), HoldsData(nil))
+	}
+	if Hash(fresh) != Hash(holding) {
+		t.Error("recording that the cluster holds data changes the restart hash: every member would restart")
+	}
+	// The hash of my.cnf alone is the one earlier versions took of the whole data, so an
+	// operator upgrade restarts nothing.
+	if Hash(fresh) != resources.Hash(fresh.Data) {
+		t.Error("Hash differs from the hash of the data earlier versions took")
+	}
+	// Init reads the key as a file beside my.cnf under the agent's name for it.
+	if KeyHoldsData != agent.FileHoldsData {
+		t.Errorf("ConfigMap key %q, agent file %q", KeyHoldsData, agent.FileHoldsData)
 	}
 }
