@@ -100,12 +100,20 @@ type S3Storage struct {
 	// self-hosted S3 servers need.
 	// +optional
 	ForcePathStyle bool `json:"forcePathStyle,omitempty"`
-	// CredentialsSecretRef names a Secret with keys accessKeyId and secretAccessKey.
+	// CredentialsSecretRef names a Secret with keys accessKeyId and secretAccessKey. The Secret
+	// must carry the label mysqlop.io/storage-credentials=true: a MySQLBackup hands its keys to
+	// the endpoint it names, so only Secrets labelled for that purpose may be named.
 	CredentialsSecretRef LocalReference `json:"credentialsSecretRef"`
 	// CASecretRef names a Secret key holding a PEM CA bundle for the endpoint.
 	// +optional
 	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 }
+
+// LabelStorageCredentials, set to "true" on a Secret, lets MySQLBackups (and so restores and
+// schedules) in its namespace name it as storage credentials. Without it the operator never
+// reads the Secret's keys, so a user who may create MySQLBackups cannot send any Secret of the
+// namespace to an endpoint of their choosing.
+const LabelStorageCredentials = "mysqlop.io/storage-credentials"
 
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
@@ -227,6 +235,7 @@ const (
 // +kubebuilder:printcolumn:name="Last Schedule",type=date,JSONPath=`.status.lastScheduleTime`
 // +kubebuilder:printcolumn:name="Last Success",type=string,JSONPath=`.status.lastSuccessfulBackup`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 242",message="metadata.name must be at most 242 characters: the MySQLBackups it creates are named <name>-<Unix time of the run>"
 
 // MySQLBackupSchedule creates MySQLBackups on a cron schedule and prunes old ones.
 type MySQLBackupSchedule struct {

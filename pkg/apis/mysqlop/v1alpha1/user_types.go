@@ -15,6 +15,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="has(self.spec.user) || (size(self.metadata.name) <= 32 && !(self.metadata.name in ['root', 'mysqlop', 'repl', 'mariadb.sys', 'mysql.sys', 'mysql.session', 'mysql.infoschema']))",message="metadata.name is the account's user name when spec.user is unset: at most 32 characters and not a name the operator uses itself; set spec.user"
 
 // MySQLUser is a database account in a MySQLCluster: its password comes from a Secret key
 // and follows changes of that Secret, and its grants converge on the listed ones.
@@ -160,6 +161,7 @@ type MySQLUserList struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="has(self.spec.name) || (size(self.metadata.name) <= 64 && self.metadata.name.matches('^[a-z0-9-]+$') && !(self.metadata.name in ['mysql', 'sys']))",message="metadata.name is the schema's name when spec.name is unset: at most 64 letters, digits and '-', not a system schema; set spec.name"
 
 // MySQLDatabase is a schema in a MySQLCluster.
 type MySQLDatabase struct {

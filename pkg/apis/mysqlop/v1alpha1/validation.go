@@ -60,6 +60,77 @@ func ConfigOption(k string) string {
 	}
 }
 
+// ExactOptionsAbbreviatingOwned are server options whose full names are also strict prefixes
+// of an operator-owned key: written in full they set themselves, not the owned option.
+// (Found by listing every option `mariadbd --verbose --help` knows.)
+var ExactOptionsAbbreviatingOwned = []string{"plugin_load"}
+
+// ManagedOption returns the operator-owned option that the my.cnf key k sets, or "". The
+// servers' option readers strip the prefixes of OptionPrefixes and then take any unambiguous
+// prefix of an option name as that option (MariaDB 10.11: read_onl=ON sets read_only, and
+// skip-read-onl turns it off), so k sets an owned option when, at any stage of stripping, it
+// is that option's name or a prefix of it.
+func ManagedOption(k string) string {
+	k = NormalizeConfigKey(k)
+	for {
+		if !slices.Contains(ExactOptionsAbbreviatingOwned, k) {
+			for _, o := range OperatorOwnedConfigKeys {
+				if strings.HasPrefix(o, k) {
+					return o
+				}
+			}
+		}
+		trimmed := k
+		for _, p := range OptionPrefixes {
+			trimmed = strings.TrimPrefix(trimmed, p)
+		}
+		if trimmed == k {
+			return ""
+		}
+		k = trimmed
+	}
+}
+
+// OwnedAbbreviationsPattern is the regular expression of the CRD's rule against abbreviated
+// owned options: a normalized key that, behind any OptionPrefixes, is a strict prefix of an
+// owned key (full names are the other rule's). It is built from a trie of the owned keys, so
+// shared beginnings (rpl_semi_sync_...) are spelled once; a test keeps the CRD's copy equal.
+func OwnedAbbreviationsPattern() string {
+	type node map[byte]node
+	root := node{}
+	for _, o := range OperatorOwnedConfigKeys {
+		n := root
+		for i := 0; i < len(o); i++ {
+			if n[o[i]] == nil {
+				n[o[i]] = node{}
+			}
+			n = n[o[i]]
+		}
+	}
+	// alt spells the non-empty strict prefixes below n: a child that ends a key and has no
+	// children of its own is a full key only.
+	var alt func(n node) string
+	alt = func(n node) string {
+		var parts []string
+		for _, c := range slices.Sorted(maps.Keys(n)) {
+			if len(n[c]) == 0 {
+				continue
+			}
+			part := string(c)
+			if rest := alt(n[c]); rest != "" {
+				part += "(" + rest + ")?"
+			}
+			parts = append(parts, part)
+		}
+		return strings.Join(parts, "|")
+	}
+	words := make([]string, len(OptionPrefixes))
+	for i, p := range OptionPrefixes {
+		words[i] = strings.TrimSuffix(p, "_")
+	}
+	return "^((" + strings.Join(words, "|") + ")_)*(" + alt(root) + ")$"
+}
+
 // MaxConfigValue bounds a spec.config value: the option-file reader splits a longer line, and
 // its rest would be read as a line of its own (another option, an !include).
 const MaxConfigValue = 1024
@@ -95,8 +166,8 @@ func ValidateCluster(c *MySQLCluster) field.ErrorList {
 		switch {
 		case !configKeyPattern.MatchString(k):
 			errs = append(errs, field.Invalid(kp, k, "must be 1-128 characters of letters, digits, '_', '-' or '.'"))
-		case slices.Contains(OperatorOwnedConfigKeys, ConfigOption(k)):
-			errs = append(errs, field.Forbidden(kp, "sets "+ConfigOption(k)+", which the operator manages"))
+		case ManagedOption(k) != "":
+			errs = append(errs, field.Forbidden(kp, "sets "+ManagedOption(k)+", which the operator manages (the servers read a prefix of an option name as the option: write names in full)"))
 		case strings.ContainsAny(string(s.Config[k]), "\n\r"):
 			errs = append(errs, field.Invalid(kp, "", "value must be a single line"))
 		case len(s.Config[k]) > MaxConfigValue:

@@ -54,6 +54,11 @@ func TestValidateCluster(t *testing.T) {
 		{"skip_ prefix", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"skip_log_slave_updates": ""} }, "spec.config[skip_log_slave_updates]"},
 		{"loose and disable prefixes", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"LOOSE-disable-log-bin": "1"} }, "spec.config[LOOSE-disable-log-bin]"},
 		{"maximum_ prefix", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"maximum_secure_file_priv": "/"} }, "spec.config[maximum_secure_file_priv]"},
+		{"abbreviated owned key", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"read_onl": "OFF"} }, "spec.config[read_onl]"},
+		{"abbreviation behind skip-", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"skip-read-o": ""} }, "spec.config[skip-read-o]"},
+		{"owned key that starts with skip_", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"skip_slave_start": "0"} }, "spec.config[skip_slave_start]"},
+		{"plugin_load is an option of its own", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"plugin-load": "x.so"} }, ""},
+		{"a longer option that begins with an owned one", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"log_bin_trust_function_creators": "1"} }, ""},
 		{"loose free key", func(c *MySQLCluster) { c.Spec.Config = map[string]ConfigValue{"loose_innodb_buffer_pool_size": "1G"} }, ""},
 		{"long value", func(c *MySQLCluster) {
 			c.Spec.Config = map[string]ConfigValue{"init_connect": ConfigValue(strings.Repeat("x", 1025))}
@@ -115,5 +120,41 @@ func TestCRDOwnedKeysMatchGo(t *testing.T) {
 	want := slices.Sorted(slices.Values(OperatorOwnedConfigKeys))
 	if !slices.Equal(slices.Sorted(slices.Values(crd)), want) {
 		t.Errorf("CRD rule keys %v\ndiffer from OperatorOwnedConfigKeys %v", crd, want)
+	}
+}
+
+// The CRD's abbreviation rule is the generated pattern, and it refuses exactly what
+// ManagedOption finds behind an abbreviation: every strict prefix of every owned key, behind
+// any prefix words, and none of a sample of free options.
+func TestCRDAbbreviationRuleMatchesGo(t *testing.T) {
+	b, err := os.ReadFile("../../../../contrib/manifests/crds/mysqlop.io_mysqlclusters.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pattern := OwnedAbbreviationsPattern()
+	if !strings.Contains(string(b), "!k.lowerAscii().replace('-', '_').matches('"+pattern+"')") {
+		t.Fatal("the MySQLCluster CRD does not carry OwnedAbbreviationsPattern(): copy it into the marker on Config and regenerate")
+	}
+	re := regexp.MustCompile(pattern)
+	// The two rules of the CRD, as regular expressions.
+	full := regexp.MustCompile(`^((skip|disable|enable|loose|maximum)_)*(` + strings.Join(OperatorOwnedConfigKeys, "|") + `)$`)
+	exception := regexp.MustCompile(`^((skip|disable|enable|loose|maximum)_)*plugin_load$`)
+	crdRefuses := func(k string) bool {
+		n := NormalizeConfigKey(k)
+		return full.MatchString(n) || (re.MatchString(n) && !exception.MatchString(n))
+	}
+	var keys []string
+	for _, o := range OperatorOwnedConfigKeys {
+		for i := 1; i <= len(o); i++ {
+			keys = append(keys, o[:i], "skip_"+o[:i], "loose-disable-"+o[:i], strings.ToUpper(o[:i]))
+		}
+	}
+	keys = append(keys, "plugin_load", "loose_plugin_load", "innodb_buffer_pool_size", "max_connections",
+		"log_bin_trust_function_creators", "relay_log_recovery", "read_buffer_size", "binlog_format",
+		"skip_name_resolve", "server_audit_logging", "tmp_table_size", "gtid_pos_auto_engines", "slave_parallel_threads")
+	for _, k := range keys {
+		if got, want := crdRefuses(k), ManagedOption(k) != ""; got != want {
+			t.Errorf("%q: CRD refuses %v, ManagedOption refuses %v (%q)", k, got, want, ManagedOption(k))
+		}
 	}
 }

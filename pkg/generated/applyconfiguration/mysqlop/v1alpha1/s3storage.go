@@ -34,7 +34,9 @@ type S3StorageApplyConfiguration struct {
 	// ForcePathStyle addresses the bucket as a path (endpoint/bucket/key), as most
 	// self-hosted S3 servers need.
 	ForcePathStyle *bool `json:"forcePathStyle,omitempty"`
-	// CredentialsSecretRef names a Secret with keys accessKeyId and secretAccessKey.
+	// CredentialsSecretRef names a Secret with keys accessKeyId and secretAccessKey. The Secret
+	// must carry the label mysqlop.io/storage-credentials=true: a MySQLBackup hands its keys to
+	// the endpoint it names, so only Secrets labelled for that purpose may be named.
 	CredentialsSecretRef *LocalReferenceApplyConfiguration `json:"credentialsSecretRef,omitempty"`
 	// CASecretRef names a Secret key holding a PEM CA bundle for the endpoint.
 	CASecretRef *SecretKeyRefApplyConfiguration `json:"caSecretRef,omitempty"`
