@@ -45,7 +45,8 @@ const (
 // step needs the ones before it.
 func TestUserJourneys(t *testing.T) {
 	ctx := context.Background()
-	if _, err := lc.Kubectl(ctx, "create", "namespace", ns); err != nil {
+	// The members' pods must pass the restricted Pod Security profile.
+	if err := lc.RestrictNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	manifest := localcluster.ClusterManifest(name, appPassword)
@@ -271,7 +272,7 @@ func TestUserJourneys(t *testing.T) {
 		}
 		// On the bridge's address, so that the agents in the pods reach it.
 		store := s3.StartOn(t, gw.String())
-		creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns},
+		creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns, Labels: map[string]string{v1alpha1.LabelStorageCredentials: "true"}},
 			Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte(s3.SecretKey)}}
 		if _, err := lc.CP.Kube.CoreV1().Secrets(ns).Create(ctx, creds, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

@@ -71,10 +71,10 @@ func withAgents(t *testing.T, servers []*mariadb.Server) func(*options.Options) 
 	}
 }
 
-// s3Secret creates the storage credentials Secret name in ns.
+// s3Secret creates the storage credentials Secret name in ns, labelled for backups' use.
 func s3Secret(t *testing.T, ns, name, secretKey string) {
 	t.Helper()
-	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{v1alpha1.LabelStorageCredentials: "true"}},
 		Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte(secretKey)}}
 	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(context.Background(), creds, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -149,6 +149,23 @@ func TestBackupsToS3(t *testing.T) {
 	b := waitBackupPhase(t, ns, "nightly", v1alpha1.JobPending)
 	if c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionComplete); c == nil || !strings.Contains(c.Message, "s3-credentials") {
 		t.Fatalf("pending backup condition %+v", c)
+	}
+	// A Secret without the opt-in label is never used: the backup keeps waiting, and says why.
+	unlabelled := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s3-credentials", Namespace: ns},
+		Data: map[string][]byte{"accessKeyId": []byte(s3.AccessKey), "secretAccessKey": []byte(s3.SecretKey)}}
+	if _, err := cp.Kube.CoreV1().Secrets(ns).Create(ctx, unlabelled, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the backup names the missing label", func(ctx context.Context) (bool, error) {
+		b, err := mysql.MysqlopV1alpha1().MySQLBackups(ns).Get(ctx, "nightly", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionComplete)
+		return b.Status.Phase == v1alpha1.JobPending && c != nil && strings.Contains(c.Message, v1alpha1.LabelStorageCredentials+"=true"), nil
+	})
+	if err := cp.Kube.CoreV1().Secrets(ns).Delete(ctx, "s3-credentials", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	s3Secret(t, ns, "s3-credentials", s3.SecretKey)
 	b = waitBackupPhase(t, ns, "nightly", v1alpha1.JobComplete, v1alpha1.JobFailed)

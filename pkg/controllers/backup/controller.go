@@ -342,12 +342,17 @@ func poll(ctx context.Context, client *agent.Client, id string) (done *agent.Bac
 }
 
 // StorageConfig reads a backup's storage credentials (and CA) from the user's Secrets with a
-// live GET: the operator caches no Secret it does not own.
+// live GET: the operator caches no Secret it does not own. A credentials Secret without the
+// opt-in label LabelStorageCredentials is refused before its keys are read.
 func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
 	s3 := b.Spec.Storage.S3
 	sec, err := kube.CoreV1().Secrets(b.Namespace).Get(ctx, s3.CredentialsSecretRef.Name, metav1.GetOptions{})
 	if err != nil {
 		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)
+	}
+	if sec.Labels[v1alpha1.LabelStorageCredentials] != "true" {
+		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s is not labelled %s=true: label it to let backups in this namespace use it",
+			s3.CredentialsSecretRef.Name, v1alpha1.LabelStorageCredentials)
 	}
 	id, secret := string(sec.Data[keyAccessKeyID]), string(sec.Data[keySecretAccess])
 	if id == "" || secret == "" {
