@@ -150,11 +150,16 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mysql-operator"})
 
 	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, resources.LabelManagedBy+"="+resources.ManagedBy, o.TargetSelector)
+	netpol, err := o.NetworkPolicy()
+	if err != nil {
+		return err
+	}
 	cfg := cluster.Config{
 		Images:             cluster.Images{MySQL: o.MySQLImage, MariaDB: o.MariaDBImage, Agent: o.AgentImage},
 		OperatorVersion:    o.OperatorVersion,
 		Clustering:         o.Clustering,
 		ClusteringInterval: o.ClusteringInterval,
+		NetworkPolicy:      netpol,
 	}
 	cfg.Resolve = resolver(o.MemberAddress)
 	agentAddress := resolver(o.AgentAddress)

@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/mysqlop/mysql-operator/pkg/resources/networkpolicy"
 	"github.com/mysqlop/mysql-operator/pkg/version"
 )
 
@@ -63,6 +65,16 @@ type Options struct {
 	RenewDeadline time.Duration
 	RetryPeriod   time.Duration
 
+	// NetworkPolicyOperatorLabels, when set, makes the operator give every cluster a
+	// NetworkPolicy whose agent port answers only the cluster's members and the operator's pods:
+	// those with these labels (a selector of k=v pairs) in OperatorNamespace.
+	NetworkPolicyOperatorLabels string
+	// OperatorNamespace is the operator's namespace (default $POD_NAMESPACE).
+	OperatorNamespace string
+	// NetworkPolicyMetricsFrom is a label selector of the namespaces that may scrape the
+	// members' metrics port under those policies; empty: any.
+	NetworkPolicyMetricsFrom string
+
 	// MetricsAddr serves /metrics; HealthAddr serves /healthz and /readyz. "0" disables.
 	MetricsAddr string
 	HealthAddr  string
@@ -105,6 +117,7 @@ func New() *Options {
 		AgentImage:           DefaultAgentImageRepository + ":" + version.Version,
 		LeaderElect:          true,
 		LeaderElectNamespace: ns,
+		OperatorNamespace:    ns,
 		LeaderElectID:        "mysql-operator",
 		LeaseDuration:        15 * time.Second,
 		RenewDeadline:        10 * time.Second,
@@ -140,6 +153,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a lease is valid without renewal.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "Interval between leader election attempts.")
+	fs.StringVar(&o.NetworkPolicyOperatorLabels, "network-policy-operator-labels", o.NetworkPolicyOperatorLabels, "Labels (k=v,...) of the operator's pods. Set: every cluster gets a NetworkPolicy whose agent port answers only its members and these pods in --operator-namespace. Empty: no NetworkPolicies.")
+	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "The operator's namespace (default $POD_NAMESPACE), for the NetworkPolicies.")
+	fs.StringVar(&o.NetworkPolicyMetricsFrom, "network-policy-metrics-from", o.NetworkPolicyMetricsFrom, "Label selector of the namespaces that may scrape the members' metrics under the NetworkPolicies. Empty: any.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Address of the /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print the version and exit.")
@@ -165,6 +181,11 @@ func (o *Options) Validate() error {
 	if _, err := labels.Parse(o.TargetSelector); err != nil {
 		errs = append(errs, fmt.Errorf("--target-selector: %w", err))
 	}
+	if o.NetworkPolicyOperatorLabels != "" {
+		if _, err := o.NetworkPolicy(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if o.Clustering && o.ClusteringInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--clustering-interval must be at least 100ms, got %v", o.ClusteringInterval))
 	}
@@ -185,6 +206,30 @@ func (o *Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// NetworkPolicy returns where the operator runs for the clusters' NetworkPolicies, or nil when
+// --network-policy-operator-labels is empty (no NetworkPolicies).
+func (o *Options) NetworkPolicy() (*networkpolicy.Operator, error) {
+	if o.NetworkPolicyOperatorLabels == "" {
+		return nil, nil
+	}
+	podLabels, err := labels.ConvertSelectorToLabelsMap(o.NetworkPolicyOperatorLabels)
+	if err != nil {
+		return nil, fmt.Errorf("--network-policy-operator-labels must be k=v pairs: %w", err)
+	}
+	if o.OperatorNamespace == "" {
+		return nil, errors.New("--operator-namespace must be set with --network-policy-operator-labels")
+	}
+	op := &networkpolicy.Operator{Namespace: o.OperatorNamespace, PodLabels: podLabels}
+	if o.NetworkPolicyMetricsFrom != "" {
+		sel, err := metav1.ParseToLabelSelector(o.NetworkPolicyMetricsFrom)
+		if err != nil {
+			return nil, fmt.Errorf("--network-policy-metrics-from: %w", err)
+		}
+		op.MetricsFrom = sel
+	}
+	return op, nil
 }
 
 // RESTConfig builds the client configuration from --kubeconfig and --master, or in-cluster.

@@ -30,17 +30,41 @@ func TestFlags(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	for name, mutate := range map[string]func(*Options){
-		"--kube-api-qps":    func(o *Options) { o.KubeAPIQPS = 0 },
-		"--cluster-workers": func(o *Options) { o.ClusterWorkers = 0 },
-		"--user-workers":    func(o *Options) { o.UserWorkers = 0 },
-		"--target-selector": func(o *Options) { o.TargetSelector = "a in (" },
-		"--agent-image":     func(o *Options) { o.AgentImage = "" },
-		"renew-deadline":    func(o *Options) { o.RenewDeadline = o.LeaseDuration },
+		"--kube-api-qps":                   func(o *Options) { o.KubeAPIQPS = 0 },
+		"--cluster-workers":                func(o *Options) { o.ClusterWorkers = 0 },
+		"--user-workers":                   func(o *Options) { o.UserWorkers = 0 },
+		"--target-selector":                func(o *Options) { o.TargetSelector = "a in (" },
+		"--agent-image":                    func(o *Options) { o.AgentImage = "" },
+		"renew-deadline":                   func(o *Options) { o.RenewDeadline = o.LeaseDuration },
+		"--network-policy-operator-labels": func(o *Options) { o.NetworkPolicyOperatorLabels = "app in (a)" },
+		"--operator-namespace": func(o *Options) {
+			o.NetworkPolicyOperatorLabels, o.OperatorNamespace = "app=op", ""
+		},
+		"--network-policy-metrics-from": func(o *Options) {
+			o.NetworkPolicyOperatorLabels, o.NetworkPolicyMetricsFrom = "app=op", "a in ("
+		},
 	} {
 		o := New()
 		mutate(o)
 		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: error %v", name, err)
 		}
+	}
+}
+
+func TestNetworkPolicy(t *testing.T) {
+	o := New()
+	if op, err := o.NetworkPolicy(); op != nil || err != nil {
+		t.Errorf("no labels: %+v, %v; want no NetworkPolicies", op, err)
+	}
+	o.NetworkPolicyOperatorLabels, o.OperatorNamespace = "app.kubernetes.io/name=mysql-operator,app.kubernetes.io/instance=r", "ops"
+	o.NetworkPolicyMetricsFrom = "kubernetes.io/metadata.name=monitoring"
+	op, err := o.NetworkPolicy()
+	if err != nil || op == nil {
+		t.Fatalf("NetworkPolicy: %+v, %v", op, err)
+	}
+	if op.Namespace != "ops" || op.PodLabels["app.kubernetes.io/instance"] != "r" || len(op.PodLabels) != 2 ||
+		op.MetricsFrom == nil || op.MetricsFrom.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+		t.Errorf("NetworkPolicy: %+v", op)
 	}
 }

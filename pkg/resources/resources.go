@@ -111,6 +111,9 @@ func CredentialsSecretName(c *v1alpha1.MySQLCluster) string { return c.Name + "-
 // PDBName is the PodDisruptionBudget.
 func PDBName(c *v1alpha1.MySQLCluster) string { return c.Name }
 
+// NetworkPolicyName is the name of c's NetworkPolicy.
+func NetworkPolicyName(c *v1alpha1.MySQLCluster) string { return c.Name }
+
 // SelectorLabels select the cluster's pods. They are part of the StatefulSet's immutable
 // selector, so they never change.
 func SelectorLabels(c *v1alpha1.MySQLCluster) map[string]string {

@@ -87,7 +87,8 @@ func TestChaos(t *testing.T) {
 	ctx := context.Background()
 	rounds := envInt("CHAOS_ROUNDS", 1)
 	s := &suite{t: t, bound: time.Duration(envInt("CHAOS_HEAL_SECONDS", 180)) * time.Second}
-	if _, err := lc.Kubectl(ctx, "create", "namespace", ns); err != nil {
+	// The members' pods must pass the restricted Pod Security profile.
+	if err := lc.RestrictNamespace(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "cluster.yaml")

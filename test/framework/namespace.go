@@ -20,6 +20,24 @@ var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 // and deletes the namespace when t ends.
 func (cp *ControlPlane) NewNamespace(t testing.TB) string {
 	t.Helper()
+	return cp.newNamespace(t, nil)
+}
+
+// RestrictedLabels make the API server's Pod Security admission enforce the restricted
+// profile in a namespace: a pod that is not hardened is refused at creation.
+var RestrictedLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce":         "restricted",
+	"pod-security.kubernetes.io/enforce-version": "latest",
+}
+
+// NewRestrictedNamespace is NewNamespace with RestrictedLabels.
+func (cp *ControlPlane) NewRestrictedNamespace(t testing.TB) string {
+	t.Helper()
+	return cp.newNamespace(t, RestrictedLabels)
+}
+
+func (cp *ControlPlane) newNamespace(t testing.TB, labels map[string]string) string {
+	t.Helper()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	name := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
@@ -28,7 +46,7 @@ func (cp *ControlPlane) NewNamespace(t testing.TB) string {
 	}
 	name = strings.Trim(name, "-") + "-" + hex.EncodeToString(b)
 	ctx := context.Background()
-	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() { _ = cp.Kube.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })

@@ -4,10 +4,12 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,19 +46,45 @@ func TestHelmChartRBACIsEnough(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opNS, watched := cp.NewNamespace(t), cp.NewNamespace(t)
+			// Both namespaces enforce the restricted Pod Security profile: the operator's pod
+			// and the members' pods are created only if they are hardened.
+			opNS, watched := cp.NewRestrictedNamespace(t), cp.NewRestrictedNamespace(t)
 			release := "mysqlop-" + tc.name
 			helm(t, append([]string{"install", release, chart, "--namespace", opNS}, tc.set(watched)...)...)
 			t.Cleanup(func() { helm(t, "uninstall", release, "--namespace", opNS) })
+			var d *appsv1.Deployment
+			eventually(t, 60*time.Second, "the chart's operator pod admitted in a restricted namespace", func(ctx context.Context) (bool, error) {
+				var err error
+				d, err = cp.Kube.AppsV1().Deployments(opNS).Get(ctx, release+"-mysql-operator", metav1.GetOptions{})
+				return err == nil && d.Status.Replicas >= 1, nil
+			})
+			// The operator below runs with the flags the chart gives it, and they name its pods.
+			npFlag := "--network-policy-operator-labels=app.kubernetes.io/name=mysql-operator,app.kubernetes.io/instance=" + release
+			if !slices.Contains(d.Spec.Template.Spec.Containers[0].Args, npFlag) {
+				t.Errorf("the chart's operator args %v lack %s", d.Spec.Template.Spec.Containers[0].Args, npFlag)
+			}
+			if l := d.Spec.Template.Labels; l["app.kubernetes.io/name"] != "mysql-operator" || l["app.kubernetes.io/instance"] != release {
+				t.Errorf("operator pod labels %v", l)
+			}
 
 			cfg := rest.CopyConfig(cp.Config)
 			cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + opNS + ":" + release + "-mysql-operator"}
 			startOperatorAs(t, cfg, watched, func(o *options.Options) {
 				o.LeaderElect = true
 				o.LeaderElectNamespace, o.LeaderElectID = opNS, release+"-mysql-operator"
+				// As the chart's Deployment passes them (networkPolicy.enabled is the default).
+				o.NetworkPolicyOperatorLabels = "app.kubernetes.io/name=mysql-operator,app.kubernetes.io/instance=" + release
+				o.OperatorNamespace = opNS
 			})
 			createCluster(t, newCluster(watched, "db", 3, "10.11.6"))
 			waitHealthy(t, watched, "db", 3, 60*time.Second)
+			np, err := cp.Kube.NetworkingV1().NetworkPolicies(watched).Get(context.Background(), "db", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the cluster's NetworkPolicy: %v", err)
+			}
+			if from := np.Spec.Ingress[1].From[1]; from.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != opNS || from.PodSelector.MatchLabels["app.kubernetes.io/instance"] != release {
+				t.Errorf("the agent port admits %+v, not the chart's operator pods", from)
+			}
 			if _, ok := event(t, watched, "db", reasons.Created); !ok {
 				t.Error("no Created event: the ServiceAccount cannot record events")
 			}

@@ -5,6 +5,7 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/url"
@@ -16,7 +17,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
@@ -183,8 +186,12 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
 }
 
 // InstallOperator installs the chart as release mysql-operator in namespace, with extra
-// --set values, and waits for the operator Deployment to be available.
+// --set values, and waits for the operator Deployment to be available. The namespace enforces
+// the restricted Pod Security profile, as a careful cluster admin's would.
 func (c *Cluster) InstallOperator(ctx context.Context, namespace string, set ...string) error {
+	if err := c.RestrictNamespace(ctx, namespace); err != nil {
+		return err
+	}
 	args := []string{"upgrade", "--install", "mysql-operator", filepath.Join(framework.RepoRoot(), "contrib", "charts", "mysql-operator"),
 		"--kubeconfig", c.CP.Kubeconfig, "--namespace", namespace, "--create-namespace", "--wait=false"}
 	for _, s := range set {
@@ -201,6 +208,28 @@ func (c *Cluster) InstallOperator(ctx context.Context, namespace string, set ...
 		}
 		return d.Status.AvailableReplicas >= 1 && d.Status.UpdatedReplicas == d.Status.Replicas, nil
 	})
+}
+
+// RestrictNamespace creates namespace when it is missing and labels it to enforce the
+// restricted Pod Security profile (framework.RestrictedLabels): the API server then refuses
+// any pod in it that is not hardened.
+func (c *Cluster) RestrictNamespace(ctx context.Context, namespace string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: framework.RestrictedLabels}}
+	_, err := c.CP.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("create namespace %s: %w", namespace, err)
+		}
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": framework.RestrictedLabels}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.CP.Kube.CoreV1().Namespaces().Patch(ctx, namespace, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("label namespace %s restricted: %w", namespace, err)
+	}
+	return nil
 }
 
 // PID is the pid of a container's current process.

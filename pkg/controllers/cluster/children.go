@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -211,6 +212,25 @@ func (c *Controller) pdbOps() childOps[*policyv1.PodDisruptionBudget] {
 			return c.kube.PolicyV1().PodDisruptionBudgets(ns)
 		},
 		merge: func(existing, desired *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, bool) {
+			if !metaDrifted(existing, desired) {
+				return existing, false
+			}
+			out := existing.DeepCopy()
+			applyMeta(out, desired)
+			out.Spec = desired.Spec
+			return out, true
+		},
+	}
+}
+
+func (c *Controller) networkPolicyOps() childOps[*networkingv1.NetworkPolicy] {
+	return childOps[*networkingv1.NetworkPolicy]{
+		kind:  "NetworkPolicy",
+		cache: func(ns string) cachedGetter[*networkingv1.NetworkPolicy] { return c.netpols.NetworkPolicies(ns) },
+		client: func(ns string) typedClient[*networkingv1.NetworkPolicy] {
+			return c.kube.NetworkingV1().NetworkPolicies(ns)
+		},
+		merge: func(existing, desired *networkingv1.NetworkPolicy) (*networkingv1.NetworkPolicy, bool) {
 			if !metaDrifted(existing, desired) {
 				return existing, false
 			}

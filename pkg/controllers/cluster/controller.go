@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	networkinglisters "k8s.io/client-go/listers/networking/v1"
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -39,6 +40,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/networkpolicy"
 )
 
 // Name is the controller's name in logs, metrics and its workqueue.
@@ -69,6 +71,9 @@ type Config struct {
 	Resolve resources.Resolver
 	// AgentResolve maps a member pod to its agent's address; default backup.DNSAgentResolver.
 	AgentResolve resources.Resolver
+	// NetworkPolicy, when set, gives every cluster a NetworkPolicy (pkg/resources/networkpolicy)
+	// letting only these operator pods and the cluster's members reach the agents.
+	NetworkPolicy *networkpolicy.Operator
 }
 
 // Controller reconciles MySQLClusters.
@@ -83,6 +88,8 @@ type Controller struct {
 	configMaps   corelisters.ConfigMapLister
 	secrets      corelisters.SecretLister
 	pdbs         policylisters.PodDisruptionBudgetLister
+	// netpols is nil unless cfg.NetworkPolicy is set (no watch, and no RBAC, needed then).
+	netpols networkinglisters.NetworkPolicyLister
 	pods         corelisters.PodLister
 	synced       []cache.InformerSynced
 
@@ -125,6 +132,11 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 			return f.Core().V1().Pods().Informer()
 		}),
 	}
+	if cfg.NetworkPolicy != nil {
+		kinds["networkpolicies"] = set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+			return f.Networking().V1().NetworkPolicies().Informer()
+		})
+	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = resources.DNSResolver
 	}
@@ -152,6 +164,9 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		recorder: recorder,
 		cfg:      cfg,
 		rand:     rand.Reader,
+	}
+	if inf, ok := kinds["networkpolicies"]; ok {
+		c.netpols = networkinglisters.NewNetworkPolicyLister(inf.Indexer())
 	}
 	if err := clusterInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueue,

@@ -31,6 +31,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
+	"github.com/mysqlop/mysql-operator/pkg/resources/networkpolicy"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
 
@@ -392,6 +393,39 @@ func TestCreatesEveryChildWithControllerRef(t *testing.T) {
 			if strings.Contains(e, string(v)) {
 				t.Errorf("secret %s leaked into %q", k, e)
 			}
+		}
+	}
+}
+
+func TestNetworkPolicyWhenConfigured(t *testing.T) {
+	cfg := config("v1")
+	cfg.NetworkPolicy = &networkpolicy.Operator{Namespace: "mysqlop-system", PodLabels: map[string]string{"app.kubernetes.io/name": "mysql-operator"}}
+	f := newFixture(t, cfg, mariadb(3, "10.11.6"))
+	f.sync()
+	np, err := f.kube.NetworkingV1().NetworkPolicies(ns).Get(context.Background(), "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("no NetworkPolicy: %v", err)
+	}
+	if ref := metav1.GetControllerOf(np); ref == nil || ref.UID != f.cluster().UID {
+		t.Errorf("controller reference %+v", ref)
+	}
+	if len(np.Spec.Ingress) != 3 || np.Spec.Ingress[1].From[1].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "mysqlop-system" {
+		t.Errorf("ingress %+v", np.Spec.Ingress)
+	}
+	// Once in step, it costs no write.
+	f.settle()
+	err = wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		_, err := f.ctrl.netpols.NetworkPolicies(ns).Get("db")
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatal("the NetworkPolicy never reached the cache")
+	}
+	f.kube.ClearActions()
+	f.sync()
+	for _, a := range f.writes() {
+		if a.GetResource().Resource == "networkpolicies" {
+			t.Errorf("in-sync reconcile wrote the NetworkPolicy: %s", describe([]core.Action{a}))
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
+	"github.com/mysqlop/mysql-operator/pkg/resources/networkpolicy"
 	"github.com/mysqlop/mysql-operator/pkg/resources/pdb"
 	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 	"github.com/mysqlop/mysql-operator/pkg/resources/service"
@@ -269,6 +270,13 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	setSpecHash(budget, budget.Spec)
 	_, err = ensure(ctx, c, cluster, c.pdbOps(), budget)
 	record(err)
+
+	if op := c.cfg.NetworkPolicy; op != nil {
+		np := networkpolicy.New(cluster, opVersion, *op)
+		setSpecHash(np, np.Spec)
+		_, err = ensure(ctx, c, cluster, c.networkPolicyOps(), np)
+		record(err)
+	}
 
 	sts := statefulset.New(cluster, statefulset.Params{
 		ServerImage:     c.serverImage(cluster),

@@ -12,6 +12,11 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/* The selector labels as a label selector string (k=v,k=v), for flags. */}}
+{{- define "mysql-operator.selector" -}}
+app.kubernetes.io/name={{ .Chart.Name }},app.kubernetes.io/instance={{ .Release.Name }}
+{{- end -}}
+
 {{- define "mysql-operator.labels" -}}
 {{ include "mysql-operator.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
@@ -55,4 +60,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
   verbs: [get, list, watch, create, update, patch]
+{{- if .Values.networkPolicy.enabled }}
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch, create, update, patch]
+{{- end }}
 {{- end -}}
