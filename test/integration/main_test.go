@@ -34,6 +34,8 @@ var (
 	// operatorBinary is a fresh build of cmd/mysql-operator, for the tests that need a process
 	// they can SIGKILL.
 	operatorBinary string
+	// operatorLog is the file the in-process operators log to.
+	operatorLog string
 )
 
 func TestMain(m *testing.M) {
@@ -50,6 +52,7 @@ func run(m *testing.M) int {
 	defer os.RemoveAll(logDir)
 	// The in-process operators log to a file, shown only when a test fails.
 	opLog := filepath.Join(logDir, "operator.log")
+	operatorLog = opLog
 	if err := redirectKlog(opLog); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
