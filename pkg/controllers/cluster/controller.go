@@ -90,8 +90,8 @@ type Controller struct {
 	pdbs         policylisters.PodDisruptionBudgetLister
 	// netpols is nil unless cfg.NetworkPolicy is set (no watch, and no RBAC, needed then).
 	netpols networkinglisters.NetworkPolicyLister
-	pods         corelisters.PodLister
-	synced       []cache.InformerSynced
+	pods    corelisters.PodLister
+	synced  []cache.InformerSynced
 
 	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	recorder record.EventRecorder
