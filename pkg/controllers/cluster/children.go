@@ -121,6 +121,24 @@ func labelsDrifted(existing, desired metav1.Object) bool {
 	return false
 }
 
+// mergeDrifted is the merge of a child whose body is replaced whole: nothing while its labels
+// and spec hash match, else a copy of existing with the desired metadata and, by copyBody,
+// the desired body.
+func mergeDrifted[T interface {
+	metav1.Object
+	DeepCopy() T
+}](copyBody func(out, desired T)) func(existing, desired T) (T, bool) {
+	return func(existing, desired T) (T, bool) {
+		if !metaDrifted(existing, desired) {
+			return existing, false
+		}
+		out := existing.DeepCopy()
+		applyMeta(out, desired)
+		copyBody(out, desired)
+		return out, true
+	}
+}
+
 // applyMeta copies desired's labels and spec hash onto out (a copy of the existing object),
 // keeping labels and annotations that others added.
 func applyMeta(out, desired metav1.Object) {
@@ -168,15 +186,7 @@ func (c *Controller) configMapOps() childOps[*corev1.ConfigMap] {
 		kind:   "ConfigMap",
 		cache:  func(ns string) cachedGetter[*corev1.ConfigMap] { return c.configMaps.ConfigMaps(ns) },
 		client: func(ns string) typedClient[*corev1.ConfigMap] { return c.kube.CoreV1().ConfigMaps(ns) },
-		merge: func(existing, desired *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
-			if !metaDrifted(existing, desired) {
-				return existing, false
-			}
-			out := existing.DeepCopy()
-			applyMeta(out, desired)
-			out.Data = desired.Data
-			return out, true
-		},
+		merge:  mergeDrifted(func(out, desired *corev1.ConfigMap) { out.Data = desired.Data }),
 	}
 }
 
@@ -211,15 +221,7 @@ func (c *Controller) pdbOps() childOps[*policyv1.PodDisruptionBudget] {
 		client: func(ns string) typedClient[*policyv1.PodDisruptionBudget] {
 			return c.kube.PolicyV1().PodDisruptionBudgets(ns)
 		},
-		merge: func(existing, desired *policyv1.PodDisruptionBudget) (*policyv1.PodDisruptionBudget, bool) {
-			if !metaDrifted(existing, desired) {
-				return existing, false
-			}
-			out := existing.DeepCopy()
-			applyMeta(out, desired)
-			out.Spec = desired.Spec
-			return out, true
-		},
+		merge: mergeDrifted(func(out, desired *policyv1.PodDisruptionBudget) { out.Spec = desired.Spec }),
 	}
 }
 
@@ -230,15 +232,7 @@ func (c *Controller) networkPolicyOps() childOps[*networkingv1.NetworkPolicy] {
 		client: func(ns string) typedClient[*networkingv1.NetworkPolicy] {
 			return c.kube.NetworkingV1().NetworkPolicies(ns)
 		},
-		merge: func(existing, desired *networkingv1.NetworkPolicy) (*networkingv1.NetworkPolicy, bool) {
-			if !metaDrifted(existing, desired) {
-				return existing, false
-			}
-			out := existing.DeepCopy()
-			applyMeta(out, desired)
-			out.Spec = desired.Spec
-			return out, true
-		},
+		merge: mergeDrifted(func(out, desired *networkingv1.NetworkPolicy) { out.Spec = desired.Spec }),
 	}
 }
 
