@@ -188,3 +188,42 @@ func TestSeedFromAPrimaryWithCommitsWaitingOnMariaDB(t *testing.T) {
 		t.Errorf("rows in the copy: %d (%v), want 2: the copy holds the commit", n, err)
 	}
 }
+
+// A member of a cluster that holds data never starts empty while its peers are down: init
+// waits for a donor and fails at its deadline without a datadir, and once a peer with data
+// answers, the retry copies it. Without the operator's record the same member would start
+// empty (TestNoSeedInANewClusterOnMariaDB).
+func TestNoEmptyMemberWhilePeersAreDownOnMariaDB(t *testing.T) {
+	ctx := context.Background()
+	cr := maps.Clone(creds)
+	cr[agent.FileAgentToken] = "token"
+	m := newMember(t, cr)
+	m.opts.PodName = "db-1"
+	m.opts.Timeout = 3 * time.Second
+	m.opts.ClusterHoldsData = true
+	m.opts.Peers = []string{"127.0.0.1:1"} // db-0, down: nothing answers
+	if err := agent.Init(ctx, m.opts); err == nil || !strings.Contains(err.Error(), "the cluster holds data") {
+		t.Fatalf("init with every peer down: %v", err)
+	}
+	if _, err := os.Stat(m.opts.DataDir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a member started with a datadir while no peer answered: %v", err)
+	}
+
+	donor := runMember(t, "db-0", cr)
+	op := donor.op(t)
+	for _, q := range []string{mysql.MariaDB.SetReadOnly(false), "CREATE DATABASE shop"} {
+		if _, err := op.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	m.opts.Peers = []string{strings.TrimPrefix(donor.client.BaseURL, "http://")}
+	if err := agent.Init(ctx, m.opts); err != nil {
+		t.Fatalf("init once the peer is back: %v", err)
+	}
+	m.start(t)
+	var n int
+	if err := m.conn(t, mysql.OperatorUser, cr[agent.FileOperatorPassword]).QueryRow(
+		"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'shop'").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the member was not copied from the peer that came back (%d, %v)", n, err)
+	}
+}
