@@ -727,3 +727,32 @@ func TestFailoverFromASilentPrimaryOnMariaDB(t *testing.T) {
 		}
 	}
 }
+
+// A failover whose candidate received less than another replica by the time every replica
+// stopped receiving gives up instead of promoting it: the primary, cut from the operator only,
+// went on committing with that replica's acknowledgement after the decision was made. The
+// candidate stays read-only, and the commit stays where the next decision will find it.
+func TestFailoverRefusesACandidateOvertakenAfterTheDecisionOnMariaDB(t *testing.T) {
+	c := newCluster(t, 3)
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	createApp(t, c, 0)
+	c.converge("replicas follow", 30*time.Second, healthy(0))
+	// Replica 1, the candidate the operator chose, stops receiving first; the primary goes on
+	// and replica 2 acknowledges a commit.
+	exec(t, c.db(1), mysql.MariaDB.StopReplicaIO())
+	exec(t, c.db(0), "INSERT INTO app.t VALUES (424242, 'acknowledged by replica 2 only')")
+	acked := c.executed(0)
+	if err := c.servers[2].Admin().WaitForGTID(context.Background(), acked, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := c.m.Operator.Run(ctx, clustering.Operation{Kind: clustering.OpFailover, Primary: 1, From: 0, Targets: []int{2}})
+	if err == nil || !strings.Contains(err.Error(), "replica 2 received after the decision") {
+		t.Fatalf("failover to the overtaken candidate: %v", err)
+	}
+	var ro bool
+	if err := c.db(1).QueryRow("SELECT @@read_only").Scan(&ro); err != nil || !ro {
+		t.Fatalf("the overtaken candidate was made writable (read_only %v, %v)", ro, err)
+	}
+}

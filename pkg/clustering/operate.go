@@ -244,6 +244,31 @@ func (o *Operator) switchover(ctx context.Context, op Operation) error {
 // receiving (so a primary that is only cut off from us gets no more acknowledgements and
 // cannot commit), the candidate applies everything it received, then it is promoted and the
 // other reachable replicas follow it. Unreachable targets are left to later decisions.
+// candidateHoldsAll checks, once every replica stopped receiving, that the candidate (status
+// st) received all that the other reachable replicas did. The candidate was chosen from what
+// they had received when the cluster's state was read, but a primary that only the operator
+// cannot reach still serves its clients and sends them on until each replica's receiving
+// stops: a replica that stopped later may hold a commit the candidate lacks, acknowledged to
+// its client. Promoting the candidate then would lose it and leave that replica errant. The
+// failover gives up instead, receiving stays stopped, and the next round decides on the
+// replicas' final positions, which no longer move.
+func (o *Operator) candidateHoldsAll(ctx context.Context, candidate int, st *mysql.Status, others []int) error {
+	got := st.Executed
+	if st.Replica != nil && st.Replica.Retrieved != nil {
+		got = got.Union(st.Replica.Retrieved)
+	}
+	for _, i := range others {
+		rs, err := o.Instances[i].Status(ctx)
+		if err != nil || rs.Replica == nil || rs.Replica.Retrieved == nil {
+			continue // unreachable now: the decision does not count it either
+		}
+		if missing := rs.Replica.Retrieved.Subtract(got); !missing.IsEmpty() {
+			return fmt.Errorf("failover: candidate %d lacks %s that replica %d received after the decision; deciding again", candidate, missing, i)
+		}
+	}
+	return nil
+}
+
 func (o *Operator) failover(ctx context.Context, op Operation) error {
 	// All at once: against a source whose packets are dropped (a cut network), each stop
 	// waits out rpl_semi_sync_slave_kill_conn_timeout (1 s, the operator's my.cnf).
@@ -274,6 +299,9 @@ func (o *Operator) failover(ctx context.Context, op Operation) error {
 	st, err := cand.Status(ctx)
 	if err != nil {
 		return fmt.Errorf("failover: read candidate %d: %w", op.Primary, err)
+	}
+	if err := o.candidateHoldsAll(ctx, op.Primary, st, reachable); err != nil {
+		return err
 	}
 	// Wait for what it received: the GTID wait functions compare against the replica's
 	// applied position (MariaDB) or executed set (MySQL), both of which the relay log feeds.
