@@ -240,10 +240,6 @@ func (o *Operator) switchover(ctx context.Context, op Operation) error {
 	return o.configureReplicas(ctx, to, op.Targets)
 }
 
-// failover promotes op.Primary after the old primary died: every reachable replica stops
-// receiving (so a primary that is only cut off from us gets no more acknowledgements and
-// cannot commit), the candidate applies everything it received, then it is promoted and the
-// other reachable replicas follow it. Unreachable targets are left to later decisions.
 // candidateHoldsAll checks, once every replica stopped receiving, that the candidate (status
 // st) received all that the other reachable replicas did. The candidate was chosen from what
 // they had received when the cluster's state was read, but a primary that only the operator
@@ -269,6 +265,10 @@ func (o *Operator) candidateHoldsAll(ctx context.Context, candidate int, st *mys
 	return nil
 }
 
+// failover promotes op.Primary after the old primary died: every reachable replica stops
+// receiving (so a primary that is only cut off from us gets no more acknowledgements and
+// cannot commit), the candidate applies everything it received, then it is promoted and the
+// other reachable replicas follow it. Unreachable targets are left to later decisions.
 func (o *Operator) failover(ctx context.Context, op Operation) error {
 	// All at once: against a source whose packets are dropped (a cut network), each stop
 	// waits out rpl_semi_sync_slave_kill_conn_timeout (1 s, the operator's my.cnf).

@@ -181,10 +181,8 @@ func (o *Options) Validate() error {
 	if _, err := labels.Parse(o.TargetSelector); err != nil {
 		errs = append(errs, fmt.Errorf("--target-selector: %w", err))
 	}
-	if o.NetworkPolicyOperatorLabels != "" {
-		if _, err := o.NetworkPolicy(); err != nil {
-			errs = append(errs, err)
-		}
+	if _, err := o.NetworkPolicy(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Clustering && o.ClusteringInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--clustering-interval must be at least 100ms, got %v", o.ClusteringInterval))
