@@ -96,19 +96,3 @@ const (
 	// or the cluster is gone).
 	Retained = "Retained"
 )
-
-// Condition reasons (metav1.Condition.Reason) shared by the controllers.
-const (
-	// ReasonSynced: every child matches the spec.
-	ReasonSynced = "Synced"
-	// ReasonSyncFailed: creating or updating a child failed (retried with back-off).
-	ReasonSyncFailed = "SyncFailed"
-	// ReasonAccepted: the spec was accepted.
-	ReasonAccepted = "Accepted"
-	// ReasonMembersReady: every member is ready and up to date.
-	ReasonMembersReady = "MembersReady"
-	// ReasonMembersNotReady: some members are not ready.
-	ReasonMembersNotReady = "MembersNotReady"
-	// ReasonRollingRestart: members are being restarted onto a new pod template.
-	ReasonRollingRestart = "RollingRestart"
-)

@@ -149,7 +149,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mysql-operator"})
 
-	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, resources.LabelManagedBy+"="+resources.ManagedBy, o.TargetSelector)
+	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, v1alpha1.LabelManagedBy+"="+v1alpha1.ManagedBy, o.TargetSelector)
 	netpol, err := o.NetworkPolicy()
 	if err != nil {
 		return err

@@ -18,49 +18,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 )
 
-// Label keys.
-const (
-	LabelCluster         = "mysqlop.io/cluster"
-	LabelRole            = "mysqlop.io/role"
-	LabelOperatorVersion = "mysqlop.io/operator-version"
-	LabelName            = "app.kubernetes.io/name"
-	LabelInstance        = "app.kubernetes.io/instance"
-	LabelManagedBy       = "app.kubernetes.io/managed-by"
-	LabelComponent       = "app.kubernetes.io/component"
-)
-
-// Fixed label values.
-const (
-	// ManagedBy is the app.kubernetes.io/managed-by value on every child; informers filter on it.
-	ManagedBy = "mysql-operator"
-	// AppName is the app.kubernetes.io/name value on every child.
-	AppName = "mysql"
-	// ComponentDatabase is the app.kubernetes.io/component value on every child.
-	ComponentDatabase = "database"
-)
-
-// Annotation keys.
-const (
-	// AnnotationSpecHash on a child is the hash of the spec the operator last wrote; a child is
-	// rewritten only when the desired hash differs, so server-side defaulting never causes writes.
-	AnnotationSpecHash = "mysqlop.io/spec-hash"
-	// AnnotationRestartHash on a pod template (and so on each pod) is the hash of everything in
-	// the template that needs mysqld to restart; agent-only changes leave it alone.
-	AnnotationRestartHash = "mysqlop.io/restart-hash"
-	// AnnotationConfigHash on a pod template is the hash of the my.cnf ConfigMap data.
-	AnnotationConfigHash = "mysqlop.io/config-hash"
-	// AnnotationVersion on a pod template (and so on each pod) is the server version it runs.
-	AnnotationVersion = "mysqlop.io/version"
-	// AnnotationRestore on a MySQLCluster names the running MySQLRestore that stopped its
-	// writes. It is honoured only while that restore exists and runs: the cluster controller
-	// removes it otherwise.
-	AnnotationRestore = "mysqlop.io/restore"
-	// AnnotationDataRestored on a MySQLCluster names the physical MySQLRestore (name/uid) that
-	// last replaced every member's data, accounts included: controllers that remember what
-	// they set in the database (MySQLUser passwords) set it again when it changes.
-	AnnotationDataRestored = "mysqlop.io/data-restored"
-)
-
 // Container, volume and port names and numbers shared by the builders.
 const (
 	ContainerMySQL    = "mysqld"
@@ -118,8 +75,8 @@ func NetworkPolicyName(c *v1alpha1.MySQLCluster) string { return c.Name }
 // selector, so they never change.
 func SelectorLabels(c *v1alpha1.MySQLCluster) map[string]string {
 	return map[string]string{
-		LabelName:    AppName,
-		LabelCluster: c.Name,
+		v1alpha1.LabelName:    v1alpha1.AppName,
+		v1alpha1.LabelCluster: c.Name,
 	}
 }
 
@@ -131,10 +88,10 @@ func Selector(c *v1alpha1.MySQLCluster) string {
 // Labels are the labels on every child of c.
 func Labels(c *v1alpha1.MySQLCluster, operatorVersion string) map[string]string {
 	l := SelectorLabels(c)
-	l[LabelInstance] = c.Name
-	l[LabelManagedBy] = ManagedBy
-	l[LabelComponent] = ComponentDatabase
-	l[LabelOperatorVersion] = operatorVersion
+	l[v1alpha1.LabelInstance] = c.Name
+	l[v1alpha1.LabelManagedBy] = v1alpha1.ManagedBy
+	l[v1alpha1.LabelComponent] = v1alpha1.ComponentDatabase
+	l[v1alpha1.LabelOperatorVersion] = operatorVersion
 	return l
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
@@ -38,7 +39,7 @@ func TestObjectMetaOwnsAndLabels(t *testing.T) {
 			t.Errorf("label %s=%q: %v", k, v, errs)
 		}
 	}
-	if m.Labels[resources.LabelManagedBy] != resources.ManagedBy || m.Labels[resources.LabelOperatorVersion] != "v1.2.3" {
+	if m.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedBy || m.Labels[v1alpha1.LabelOperatorVersion] != "v1.2.3" {
 		t.Errorf("labels %v lack managed-by or operator-version", m.Labels)
 	}
 	if got, want := resources.Selector(c), "app.kubernetes.io/name=mysql,mysqlop.io/cluster=db"; got != want {

@@ -474,7 +474,7 @@ func (s *suite) dump() {
 		}
 		log := strings.Split(strings.TrimRight(lc.Log(p, resources.ContainerMySQL), "\n"), "\n")
 		s.t.Logf("%s: phase %s ip %s node %s labels %v %v; mysqld log:\n%s", m, p.Status.Phase, p.Status.PodIP, p.Spec.NodeName,
-			p.Labels[resources.LabelRole], cs, strings.Join(log[max(0, len(log)-15):], "\n"))
+			p.Labels[v1alpha1.LabelRole], cs, strings.Join(log[max(0, len(log)-15):], "\n"))
 	}
 }
 

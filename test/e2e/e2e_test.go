@@ -136,7 +136,7 @@ func TestUserJourneys(t *testing.T) {
 		}()
 		eventually(t, 60*time.Second, replica+" out of the replicas Service", func(ctx context.Context) (bool, error) {
 			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
-			return err == nil && c.Status.Phase == v1alpha1.ClusterDegraded && pod(t, replica).Labels[resources.LabelRole] == "", nil
+			return err == nil && c.Status.Phase == v1alpha1.ClusterDegraded && pod(t, replica).Labels[v1alpha1.LabelRole] == "", nil
 		})
 		// Semi-sync still has the other replica: writes go on.
 		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (2, 'while partitioned')"); err != nil {

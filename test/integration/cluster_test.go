@@ -158,7 +158,7 @@ func TestChildrenAreOwnedAndGarbageCollected(t *testing.T) {
 		return err == nil && len(pods.Items) == 0, nil
 	})
 	// Data volumes outlive the cluster (docs/user-guide.md).
-	pvcs, err := cp.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelCluster + "=db"})
+	pvcs, err := cp.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelCluster + "=db"})
 	if err != nil || len(pvcs.Items) != 3 {
 		t.Errorf("want the 3 data PVCs kept after deleting the cluster, got %d (%v)", len(pvcs.Items), err)
 	}
@@ -282,7 +282,7 @@ func TestNewOperatorVersionUpdatesAgentInPlace(t *testing.T) {
 			return false, nil
 		}
 		for _, p := range pods.Items {
-			if agentImage(&p) != "mysqlop/mysql-agent:v0.0.2-test" || p.Labels[resources.LabelOperatorVersion] != "v0.0.2-test" {
+			if agentImage(&p) != "mysqlop/mysql-agent:v0.0.2-test" || p.Labels[v1alpha1.LabelOperatorVersion] != "v0.0.2-test" {
 				return false, nil
 			}
 		}
@@ -302,7 +302,7 @@ func TestNewOperatorVersionUpdatesAgentInPlace(t *testing.T) {
 	}
 	sts, _ := cp.Kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
 	c := getCluster(t, ns, "db")
-	if sts.Labels[resources.LabelOperatorVersion] != "v0.0.2-test" || c.Labels[resources.LabelOperatorVersion] != "v0.0.2-test" {
+	if sts.Labels[v1alpha1.LabelOperatorVersion] != "v0.0.2-test" || c.Labels[v1alpha1.LabelOperatorVersion] != "v0.0.2-test" {
 		t.Errorf("labels: statefulset %v cluster %v", sts.Labels, c.Labels)
 	}
 	eventually(t, 30*time.Second, "status.operatorVersion", func(ctx context.Context) (bool, error) {
@@ -409,7 +409,7 @@ func TestOperatorRestartedMidwayConverges(t *testing.T) {
 		t.Errorf("not Synced after restart: %+v", c.Status.Conditions)
 	}
 	ctx := context.Background()
-	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(map[string]string{resources.LabelCluster: "db", resources.LabelManagedBy: resources.ManagedBy}).String()}
+	sel := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(map[string]string{v1alpha1.LabelCluster: "db", v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}).String()}
 	counts := map[string]int{}
 	if l, err := cp.Kube.CoreV1().Secrets(ns).List(ctx, sel); err == nil {
 		counts["secrets"] = len(l.Items)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/cluster"
 	"github.com/mysqlop/mysql-operator/pkg/options"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
@@ -55,13 +54,13 @@ func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
 	})
 
 	// A switchover requested through the annotation.
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"db-2"}}}`, cluster.AnnotationSwitchoverTo)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"db-2"}}}`, v1alpha1.AnnotationSwitchoverTo)
 	if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(ctx, "db", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitRoles(t, ns, "db-2", "db-0", "db-1")
 	eventually(t, 30*time.Second, "switchover request cleared", func(ctx context.Context) (bool, error) {
-		_, still := getCluster(t, ns, "db").Annotations[cluster.AnnotationSwitchoverTo]
+		_, still := getCluster(t, ns, "db").Annotations[v1alpha1.AnnotationSwitchoverTo]
 		return !still, nil
 	})
 	if _, ok := event(t, ns, "db", "SwitchOver"); !ok {
@@ -91,7 +90,7 @@ func TestClusteringDrivesRolesServicesAndFailover(t *testing.T) {
 	eventually(t, 30*time.Second, "the dead member out of the Services and Degraded", func(ctx context.Context) (bool, error) {
 		p, err := cp.Kube.CoreV1().Pods(ns).Get(ctx, "db-2", metav1.GetOptions{})
 		c := getCluster(t, ns, "db")
-		return err == nil && p.Labels[resources.LabelRole] == "" &&
+		return err == nil && p.Labels[v1alpha1.LabelRole] == "" &&
 			meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionDegraded) && c.Status.Phase == v1alpha1.ClusterDegraded, nil
 	})
 }
@@ -170,7 +169,7 @@ func waitRoles(t *testing.T, ns, primary string, replicas ...string) {
 			if want == primary {
 				role = v1alpha1.RolePrimary
 			}
-			if p.Labels[resources.LabelRole] != role {
+			if p.Labels[v1alpha1.LabelRole] != role {
 				return false, nil
 			}
 		}
@@ -205,7 +204,7 @@ func waitEndpoints(t *testing.T, ns, service string, pods ...string) {
 func TestScaleDownSwitchesOverFirst(t *testing.T) {
 	ns, servers := clusterOnServers(t, 3)
 	waitRoles(t, ns, "db-0", "db-1", "db-2")
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"db-2"}}}`, cluster.AnnotationSwitchoverTo)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"db-2"}}}`, v1alpha1.AnnotationSwitchoverTo)
 	if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(context.Background(), "db", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

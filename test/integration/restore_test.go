@@ -20,7 +20,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	reasons "github.com/mysqlop/mysql-operator/pkg/events"
 	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
-	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 	"github.com/mysqlop/mysql-operator/test/s3"
 )
@@ -159,7 +158,7 @@ func TestPhysicalRestore(t *testing.T) {
 		}
 	}
 	waitHealthy(t, ns, "db", 3, 60*time.Second)
-	if c := getCluster(t, ns, "db"); c.Annotations[resources.AnnotationRestore] != "" {
+	if c := getCluster(t, ns, "db"); c.Annotations[v1alpha1.AnnotationRestore] != "" {
 		t.Error("a failed restore left the writes stopped")
 	}
 	if _, err := store.Put(ctx, object, bytes.NewReader(whole)); err != nil {
@@ -242,7 +241,7 @@ func TestPhysicalRestore(t *testing.T) {
 			return logsIn(s, "second-Pa55") && !logsIn(s, "first-Pa55"), nil
 		})
 	}
-	if c := getCluster(t, ns, "db"); !strings.HasPrefix(c.Annotations[resources.AnnotationDataRestored], "back/") {
+	if c := getCluster(t, ns, "db"); !strings.HasPrefix(c.Annotations[v1alpha1.AnnotationDataRestored], "back/") {
 		t.Errorf("cluster annotations after the restore: %v", c.Annotations)
 	}
 	for _, want := range []string{reasons.WritesStopped, reasons.WritesResumed, reasons.MemberRestarted} {
@@ -280,6 +279,6 @@ func TestPhysicalRestore(t *testing.T) {
 		}
 	}
 	eventually(t, 30*time.Second, "fence lifted", func(context.Context) (bool, error) {
-		return getCluster(t, ns, "db").Annotations[resources.AnnotationRestore] == "", nil
+		return getCluster(t, ns, "db").Annotations[v1alpha1.AnnotationRestore] == "", nil
 	})
 }

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
 	reasons "github.com/mysqlop/mysql-operator/pkg/events"
 	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/options"
@@ -439,7 +438,7 @@ func TestOperatorWatchesAListOfNamespaces(t *testing.T) {
 	// A Secret that appears turns the waiting users into a cluster wait: only Secrets users
 	// reference are watched, and their changes reach the users through the index.
 	putSecret(t, nss[0], "none", "x-Pa55")
-	waitUserReady(t, nss[0], "u", sqlobject.ReasonClusterNotReady)
+	waitUserReady(t, nss[0], "u", v1alpha1.ReasonClusterNotReady)
 }
 
 // An account or a schema someone else made is left alone: a MySQLUser or MySQLDatabase naming

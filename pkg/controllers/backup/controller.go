@@ -55,14 +55,6 @@ const (
 	keySecretAccess = "secretAccessKey"
 )
 
-// Condition reasons.
-const (
-	ReasonWaiting   = "Waiting"
-	ReasonRunning   = "Running"
-	ReasonCompleted = "Completed"
-	ReasonFailed    = "Failed"
-)
-
 // DNSAgentResolver reaches agents by the members' stable DNS names.
 func DNSAgentResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
 	host, _ := resources.DNSResolver(c, pod)
@@ -184,7 +176,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	}
 	scheduled := cached.Status.DeepCopy()
 	scheduled.Phase, scheduled.Member = v1alpha1.JobScheduled, member
-	setComplete(scheduled, cached.Generation, metav1.ConditionUnknown, ReasonWaiting, "Scheduled on member "+member)
+	setComplete(scheduled, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonWaiting, "Scheduled on member "+member)
 	cached, err = sqlobject.UpdateStatus(ctx, cached, scheduled, backupStatus, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
 	if err != nil {
 		c.release(clusterKey, key)
@@ -204,7 +196,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	status.Phase, status.Member, status.Location = v1alpha1.JobRunning, member, st.Location
 	start := metav1.NewTime(st.StartTime)
 	status.StartTime = &start
-	setComplete(status, cached.Generation, metav1.ConditionUnknown, ReasonRunning, "Member "+member+" is taking the backup")
+	setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonRunning, "Member "+member+" is taking the backup")
 	c.worker.Queue.AddAfter(key, pollInterval)
 	return c.writeStatus(ctx, cached, status)
 }
@@ -276,7 +268,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 		status.CompletionTime = &t
 	}
 	msg := fmt.Sprintf("Stored %d bytes at %s, consistent with GTID %s", st.Size, st.Location, st.GTID)
-	setComplete(status, cached.Generation, metav1.ConditionTrue, ReasonCompleted, msg)
+	setComplete(status, cached.Generation, metav1.ConditionTrue, v1alpha1.ReasonCompleted, msg)
 	c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupCompleted, msg)
 	c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, key)
 	return c.writeStatus(ctx, cached, status)
@@ -286,7 +278,7 @@ func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLBackup, sta
 	status.Phase = v1alpha1.JobFailed
 	now := metav1.NewTime(c.now())
 	status.CompletionTime = &now
-	setComplete(status, cached.Generation, metav1.ConditionFalse, ReasonFailed, msg)
+	setComplete(status, cached.Generation, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
 	c.recorder.Event(cached, corev1.EventTypeWarning, events.BackupFailed, msg)
 	c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, cache.MetaObjectToName(cached))
 	return c.writeStatus(ctx, cached, status)
@@ -295,7 +287,7 @@ func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLBackup, sta
 func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLBackup, msg string) error {
 	status := cached.Status.DeepCopy()
 	status.Phase = v1alpha1.JobPending
-	if setComplete(status, cached.Generation, metav1.ConditionUnknown, ReasonWaiting, msg) {
+	if setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonWaiting, msg) {
 		c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupWaiting, msg)
 	}
 	return c.writeStatus(ctx, cached, status)

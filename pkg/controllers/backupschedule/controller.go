@@ -36,17 +36,7 @@ import (
 // Name is the controller's name in logs, metrics and its workqueue.
 const Name = "backupschedule"
 
-// LabelSchedule names the schedule that created a backup.
-const LabelSchedule = "mysqlop.io/backup-schedule"
-
 const bySchedule = "schedule"
-
-// Ready condition reasons of a schedule.
-const (
-	ReasonScheduled       = "Scheduled"
-	ReasonInvalidSchedule = "InvalidSchedule"
-	ReasonSuspended       = "Suspended"
-)
 
 // Controller reconciles MySQLBackupSchedules.
 type Controller struct {
@@ -69,10 +59,10 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	for _, inf := range backupInf {
 		if err := inf.AddIndexers(cache.Indexers{bySchedule: func(obj any) ([]string, error) {
 			b, ok := obj.(*v1alpha1.MySQLBackup)
-			if !ok || b.Labels[LabelSchedule] == "" {
+			if !ok || b.Labels[v1alpha1.LabelSchedule] == "" {
 				return nil, nil
 			}
-			return []string{b.Namespace + "/" + b.Labels[LabelSchedule]}, nil
+			return []string{b.Namespace + "/" + b.Labels[v1alpha1.LabelSchedule]}, nil
 		}}); err != nil {
 			return nil, fmt.Errorf("index backups: %w", err)
 		}
@@ -117,7 +107,7 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 
 // schedulesOf returns the schedule that created b, if it is cached.
 func (c *Controller) schedulesOf(b *v1alpha1.MySQLBackup) []*v1alpha1.MySQLBackupSchedule {
-	label := b.Labels[LabelSchedule]
+	label := b.Labels[v1alpha1.LabelSchedule]
 	if label == "" {
 		return nil
 	}
@@ -173,7 +163,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	sched, err := parse(&cached.Spec)
 	if err != nil {
 		// No retry: the next edit of the spec brings the schedule back.
-		if setReady(status, cached.Generation, false, ReasonInvalidSchedule, err.Error()) {
+		if setReady(status, cached.Generation, false, v1alpha1.ReasonInvalidSchedule, err.Error()) {
 			c.recorder.Event(cached, corev1.EventTypeWarning, events.InvalidSpec, err.Error())
 		}
 		return c.writeStatus(ctx, cached, status)
@@ -220,9 +210,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		klog.FromContext(ctx).Info("Created scheduled backup", "schedule", klog.KObj(cached), "backup", name)
 	}
 	if cached.Spec.Suspend {
-		setReady(status, cached.Generation, true, ReasonSuspended, "Suspended: no new backups are created")
+		setReady(status, cached.Generation, true, v1alpha1.ReasonSuspended, "Suspended: no new backups are created")
 	} else {
-		setReady(status, cached.Generation, true, ReasonScheduled, "Next backup at "+p.Next.UTC().Format(time.RFC3339))
+		setReady(status, cached.Generation, true, v1alpha1.ReasonScheduled, "Next backup at "+p.Next.UTC().Format(time.RFC3339))
 	}
 	if !p.Next.IsZero() {
 		c.worker.Queue.AddAfter(key, p.Next.Sub(now)+100*time.Millisecond)
@@ -238,7 +228,7 @@ func (c *Controller) create(ctx context.Context, s *v1alpha1.MySQLBackupSchedule
 	if lbls == nil {
 		lbls = map[string]string{}
 	}
-	lbls[LabelSchedule] = scheduleLabel(s.Name)
+	lbls[v1alpha1.LabelSchedule] = scheduleLabel(s.Name)
 	b := &v1alpha1.MySQLBackup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, Labels: lbls},
 		Spec:       *s.Spec.BackupTemplate.DeepCopy(),

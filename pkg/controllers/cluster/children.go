@@ -101,14 +101,14 @@ func setSpecHash(obj metav1.Object, spec any) {
 	if a == nil {
 		a = map[string]string{}
 	}
-	a[resources.AnnotationSpecHash] = resources.Hash(spec)
+	a[v1alpha1.AnnotationSpecHash] = resources.Hash(spec)
 	obj.SetAnnotations(a)
 }
 
 // metaDrifted reports whether existing lacks desired's labels or spec hash.
 func metaDrifted(existing, desired metav1.Object) bool {
 	return labelsDrifted(existing, desired) ||
-		existing.GetAnnotations()[resources.AnnotationSpecHash] != desired.GetAnnotations()[resources.AnnotationSpecHash]
+		existing.GetAnnotations()[v1alpha1.AnnotationSpecHash] != desired.GetAnnotations()[v1alpha1.AnnotationSpecHash]
 }
 
 // labelsDrifted reports whether existing lacks one of desired's labels.
@@ -154,8 +154,8 @@ func applyMeta(out, desired metav1.Object) {
 	if a == nil {
 		a = map[string]string{}
 	}
-	if h, ok := desired.GetAnnotations()[resources.AnnotationSpecHash]; ok {
-		a[resources.AnnotationSpecHash] = h
+	if h, ok := desired.GetAnnotations()[v1alpha1.AnnotationSpecHash]; ok {
+		a[v1alpha1.AnnotationSpecHash] = h
 	}
 	out.SetAnnotations(a)
 }

@@ -22,10 +22,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
 
-// AnnotationSwitchoverTo on a MySQLCluster requests a switchover to the named member pod. The
-// operator removes it once that member is the primary.
-const AnnotationSwitchoverTo = "mysqlop.io/switchover-to"
-
 // runnerConfig is everything a clustering runner needs; the controller hands it a new one
 // whenever it changes.
 type runnerConfig struct {

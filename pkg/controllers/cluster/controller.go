@@ -243,7 +243,7 @@ func (c *Controller) handleChild(obj any) {
 	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MySQLCluster" && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
 		name = ref.Name
 	} else if _, isPod := obj.(*corev1.Pod); isPod {
-		name = o.GetLabels()[resources.LabelCluster]
+		name = o.GetLabels()[v1alpha1.LabelCluster]
 	}
 	if name == "" {
 		return

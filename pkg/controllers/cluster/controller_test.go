@@ -71,7 +71,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 
 func startFixture(t *testing.T, cfg Config, kube *kubefake.Clientset, mysql *mysqlfake.Clientset) *fixture {
 	t.Helper()
-	set := informerset.New(kube, mysql, nil, 0, resources.LabelManagedBy+"="+resources.ManagedBy, "")
+	set := informerset.New(kube, mysql, nil, 0, v1alpha1.LabelManagedBy+"="+v1alpha1.ManagedBy, "")
 	rec := record.NewFakeRecorder(100)
 	ctrl, err := New(kube, mysql, set, rec, cfg)
 	if err != nil {
@@ -124,13 +124,13 @@ func (f *fixture) settle() {
 				return false, nil
 			}
 		}
-		cms, _ := f.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelManagedBy})
+		cms, _ := f.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelManagedBy})
 		for i := range cms.Items {
 			if cc, err := f.ctrl.configMaps.ConfigMaps(ns).Get(cms.Items[i].Name); !same(&cms.Items[i], cc, err) {
 				return false, nil
 			}
 		}
-		svcs, _ := f.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: resources.LabelManagedBy})
+		svcs, _ := f.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelManagedBy})
 		for i := range svcs.Items {
 			if cs, err := f.ctrl.services.Services(ns).Get(svcs.Items[i].Name); !same(&svcs.Items[i], cs, err) {
 				return false, nil
@@ -242,9 +242,9 @@ func (f *fixture) runPods() {
 			Status:     corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 		}
 		p.Name, p.Namespace, p.UID = name, ns, types.UID("pod-"+name)
-		p.Labels[resources.LabelRole] = v1alpha1.RoleReplica
+		p.Labels[v1alpha1.LabelRole] = v1alpha1.RoleReplica
 		if i == f.primary {
-			p.Labels[resources.LabelRole] = v1alpha1.RolePrimary
+			p.Labels[v1alpha1.LabelRole] = v1alpha1.RolePrimary
 		}
 		if _, err := f.kube.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
 			f.t.Fatal(err)
@@ -293,7 +293,7 @@ func TestConfigMapRecordsThatTheClusterHoldsData(t *testing.T) {
 	if configmap.HoldsData(cm()) {
 		t.Fatal("a cluster that never had a primary is recorded as holding data")
 	}
-	restartHash := f.statefulSet().Spec.Template.Annotations[resources.AnnotationRestartHash]
+	restartHash := f.statefulSet().Spec.Template.Annotations[v1alpha1.AnnotationRestartHash]
 
 	f.sync()
 	if w := describe(f.writes()); w != "update configmaps db-config" {
@@ -302,7 +302,7 @@ func TestConfigMapRecordsThatTheClusterHoldsData(t *testing.T) {
 	if !configmap.HoldsData(cm()) {
 		t.Error("the ConfigMap does not record that the cluster holds data")
 	}
-	if got := f.statefulSet().Spec.Template.Annotations[resources.AnnotationRestartHash]; got != restartHash {
+	if got := f.statefulSet().Spec.Template.Annotations[v1alpha1.AnnotationRestartHash]; got != restartHash {
 		t.Errorf("restart hash %s -> %s: recording it would restart every member", restartHash, got)
 	}
 }
@@ -366,8 +366,8 @@ func TestCreatesEveryChildWithControllerRef(t *testing.T) {
 		if ref == nil || ref.Kind != "MySQLCluster" || ref.Name != "db" || ref.UID != f.cluster().UID {
 			t.Errorf("%s: controller reference %+v", k, ref)
 		}
-		if o.GetLabels()[resources.LabelOperatorVersion] != "v1" {
-			t.Errorf("%s: operator-version label %q", k, o.GetLabels()[resources.LabelOperatorVersion])
+		if o.GetLabels()[v1alpha1.LabelOperatorVersion] != "v1" {
+			t.Errorf("%s: operator-version label %q", k, o.GetLabels()[v1alpha1.LabelOperatorVersion])
 		}
 	}
 	for k, created := range want {
@@ -376,7 +376,7 @@ func TestCreatesEveryChildWithControllerRef(t *testing.T) {
 		}
 	}
 	c := f.cluster()
-	if c.Labels[resources.LabelOperatorVersion] != "v1" {
+	if c.Labels[v1alpha1.LabelOperatorVersion] != "v1" {
 		t.Errorf("cluster label %v", c.Labels)
 	}
 	if c.Status.Phase != v1alpha1.ClusterPending || c.Status.OperatorVersion != "v1" || c.Status.ObservedGeneration != 1 {
@@ -463,7 +463,7 @@ func TestUpgradeRestartsReplicasFirstPrimaryLast(t *testing.T) {
 	// Put the primary in the middle, so that neither ordinal order gives the wanted order.
 	p1, _ := f.kube.CoreV1().Pods(ns).Get(context.Background(), "db-1", metav1.GetOptions{})
 	p0, _ := f.kube.CoreV1().Pods(ns).Get(context.Background(), "db-0", metav1.GetOptions{})
-	p1.Labels[resources.LabelRole], p0.Labels[resources.LabelRole] = v1alpha1.RolePrimary, v1alpha1.RoleReplica
+	p1.Labels[v1alpha1.LabelRole], p0.Labels[v1alpha1.LabelRole] = v1alpha1.RolePrimary, v1alpha1.RoleReplica
 	for _, p := range []*corev1.Pod{p0, p1} {
 		if _, err := f.kube.CoreV1().Pods(ns).Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
@@ -555,7 +555,7 @@ func TestNewOperatorVersionPatchesAgentInPlace(t *testing.T) {
 	f.sync()
 
 	sts := f.statefulSet()
-	if sts.Labels[resources.LabelOperatorVersion] != "v2" || sts.Spec.Template.Labels[resources.LabelOperatorVersion] != "v2" {
+	if sts.Labels[v1alpha1.LabelOperatorVersion] != "v2" || sts.Spec.Template.Labels[v1alpha1.LabelOperatorVersion] != "v2" {
 		t.Errorf("StatefulSet labels %v / template %v", sts.Labels, sts.Spec.Template.Labels)
 	}
 	for _, ctr := range sts.Spec.Template.Spec.Containers {
@@ -595,11 +595,11 @@ func TestNewOperatorVersionPatchesAgentInPlace(t *testing.T) {
 				t.Errorf("%s server image %s", p.Name, ctr.Image)
 			}
 		}
-		if p.Labels[resources.LabelOperatorVersion] != "v2" || p.Labels[resources.LabelRole] == "" {
+		if p.Labels[v1alpha1.LabelOperatorVersion] != "v2" || p.Labels[v1alpha1.LabelRole] == "" {
 			t.Errorf("%s labels %v: want the new version and the role kept", p.Name, p.Labels)
 		}
 	}
-	if c := f.cluster(); c.Labels[resources.LabelOperatorVersion] != "v2" || c.Status.OperatorVersion != "v2" {
+	if c := f.cluster(); c.Labels[v1alpha1.LabelOperatorVersion] != "v2" || c.Status.OperatorVersion != "v2" {
 		t.Errorf("cluster label %v status %q", c.Labels, c.Status.OperatorVersion)
 	}
 	// Once patched, nothing more happens.
@@ -690,8 +690,8 @@ func TestHandleChildEnqueuesOwner(t *testing.T) {
 	c := mariadb(3, "10.11.6")
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: ns,
 		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(c, v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"))}}}
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: ns, Labels: map[string]string{resources.LabelCluster: "db"}}}
-	stray := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "y", Namespace: ns, Labels: map[string]string{resources.LabelCluster: "db"}}}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: ns, Labels: map[string]string{v1alpha1.LabelCluster: "db"}}}
+	stray := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "y", Namespace: ns, Labels: map[string]string{v1alpha1.LabelCluster: "db"}}}
 	for _, o := range []any{svc, p, cache.DeletedFinalStateUnknown{Key: "ns/db-0", Obj: p}, stray} {
 		f.ctrl.handleChild(o)
 	}
@@ -716,7 +716,7 @@ func TestFenceHoldsRestartsUntilTheRestoreEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.editCluster(func(c *v1alpha1.MySQLCluster) {
-		c.Annotations = map[string]string{resources.AnnotationRestore: "undo"}
+		c.Annotations = map[string]string{v1alpha1.AnnotationRestore: "undo"}
 		c.Spec.Version = "10.11.8"
 	})
 	waitRestoreCached := func(phase v1alpha1.JobPhase) {
@@ -736,7 +736,7 @@ func TestFenceHoldsRestartsUntilTheRestoreEnds(t *testing.T) {
 				t.Fatalf("restarted a member during a restore: %s", describe([]core.Action{a}))
 			}
 		}
-		if c := f.cluster(); c.Annotations[resources.AnnotationRestore] != "undo" {
+		if c := f.cluster(); c.Annotations[v1alpha1.AnnotationRestore] != "undo" {
 			t.Fatal("the fence of a running restore was lifted")
 		}
 		f.settle()
@@ -748,7 +748,7 @@ func TestFenceHoldsRestartsUntilTheRestoreEnds(t *testing.T) {
 	}
 	waitRestoreCached(v1alpha1.JobComplete)
 	f.sync()
-	if c := f.cluster(); c.Annotations[resources.AnnotationRestore] != "" {
+	if c := f.cluster(); c.Annotations[v1alpha1.AnnotationRestore] != "" {
 		t.Error("the fence of a finished restore stays")
 	}
 	if ev := strings.Join(f.events(), "\n"); !strings.Contains(ev, "WritesResumed") {

@@ -47,7 +47,7 @@ func deployedVersion(sts *appsv1.StatefulSet) string {
 	if sts == nil {
 		return ""
 	}
-	return sts.Spec.Template.Annotations[resources.AnnotationVersion]
+	return sts.Spec.Template.Annotations[v1alpha1.AnnotationVersion]
 }
 
 // podPlan is the work a reconcile does on existing pods.
@@ -66,7 +66,7 @@ type podPlan struct {
 // because of us; replicas go first (highest ordinal first) and the primary last.
 func planPods(tpl *corev1.PodTemplateSpec, agentImage string, pods []*corev1.Pod, setName string, members int32, templateObserved bool) podPlan {
 	var plan podPlan
-	want := tpl.Annotations[resources.AnnotationRestartHash]
+	want := tpl.Annotations[v1alpha1.AnnotationRestartHash]
 	allReady := true
 	present := 0
 	var outdated []*corev1.Pod
@@ -78,7 +78,7 @@ func planPods(tpl *corev1.PodTemplateSpec, agentImage string, pods []*corev1.Pod
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Annotations[resources.AnnotationRestartHash] != want {
+		if p.Annotations[v1alpha1.AnnotationRestartHash] != want {
 			outdated = append(outdated, p)
 			continue
 		}
@@ -138,7 +138,7 @@ func memberPods(pods []*corev1.Pod, setName string, members int32) []*corev1.Pod
 	return out
 }
 
-func isPrimary(p *corev1.Pod) bool { return p.Labels[resources.LabelRole] == v1alpha1.RolePrimary }
+func isPrimary(p *corev1.Pod) bool { return p.Labels[v1alpha1.LabelRole] == v1alpha1.RolePrimary }
 
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
@@ -175,7 +175,7 @@ func planRoles(pods []*corev1.Pod, setName string, members int32, d *clustering.
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if role := roleOf(d, resources.Ordinal(setName, p.Name)); p.Labels[resources.LabelRole] != role {
+		if role := roleOf(d, resources.Ordinal(setName, p.Name)); p.Labels[v1alpha1.LabelRole] != role {
 			out[p.Name] = role
 		}
 	}
@@ -234,7 +234,7 @@ type fence struct {
 // none exists. Writes stay stopped only while that restore runs against c, so a restore that
 // ended, failed or was deleted without lifting the fence never leaves the cluster read-only.
 func decideFence(c *v1alpha1.MySQLCluster, r *v1alpha1.MySQLRestore) fence {
-	name := c.Annotations[resources.AnnotationRestore]
+	name := c.Annotations[v1alpha1.AnnotationRestore]
 	if name == "" {
 		return fence{}
 	}
@@ -293,7 +293,7 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	for _, p := range members {
 		ord := resources.Ordinal(setName, p.Name)
 		ready := podReady(p)
-		in := v1alpha1.InstanceStatus{Name: p.Name, Role: p.Labels[resources.LabelRole], Version: p.Annotations[resources.AnnotationVersion]}
+		in := v1alpha1.InstanceStatus{Name: p.Name, Role: p.Labels[v1alpha1.LabelRole], Version: p.Annotations[v1alpha1.AnnotationVersion]}
 		if dec != nil {
 			in.Role = roleOf(dec, ord)
 			ready = ready && in.Role != ""
@@ -344,9 +344,9 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 		})
 	}
 	if o.Refused {
-		set(v1alpha1.ConditionAccepted, metav1.ConditionFalse, events.DowngradeRefused, downgradeMessage(o.RequestedVersion, c.Spec.Version))
+		set(v1alpha1.ConditionAccepted, metav1.ConditionFalse, v1alpha1.ReasonDowngradeRefused, downgradeMessage(o.RequestedVersion, c.Spec.Version))
 	} else {
-		set(v1alpha1.ConditionAccepted, metav1.ConditionTrue, events.ReasonAccepted, "The spec was accepted.")
+		set(v1alpha1.ConditionAccepted, metav1.ConditionTrue, v1alpha1.ReasonAccepted, "The spec was accepted.")
 	}
 	if len(o.Conflicts) > 0 {
 		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.ErrResourceExists,
@@ -354,9 +354,9 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	} else if o.MissingSecret != "" {
 		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.SecretNotFound, o.MissingSecret+": the members cannot start until it exists")
 	} else if o.ChildError != "" {
-		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.ReasonSyncFailed, "Creating or updating a child failed: "+o.ChildError)
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonSyncFailed, "Creating or updating a child failed: "+o.ChildError)
 	} else {
-		set(v1alpha1.ConditionSynced, metav1.ConditionTrue, events.ReasonSynced, "Every child matches the spec.")
+		set(v1alpha1.ConditionSynced, metav1.ConditionTrue, v1alpha1.ReasonSynced, "Every child matches the spec.")
 	}
 
 	healthy := true
@@ -385,20 +385,20 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, string(dec.State), dec.Reason)
 	case st.ReadyMembers == c.Spec.Members && o.Plan.Outdated == 0 && healthy:
 		st.Phase = v1alpha1.ClusterHealthy
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, events.ReasonMembersReady, "Every member is ready and up to date.")
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonMembersReady, "Every member is ready and up to date.")
 	case o.Plan.Outdated > 0:
 		st.Phase = v1alpha1.ClusterUpgrading
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonRollingRestart,
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRollingRestart,
 			plural(o.Plan.Outdated, "member waits", "members wait")+" to restart onto the new pod template.")
 	case st.ReadyMembers == c.Spec.Members:
 		st.Phase = v1alpha1.ClusterDegraded
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, string(dec.State), dec.Reason)
 	case st.ReadyMembers == 0:
 		st.Phase = v1alpha1.ClusterPending
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonMembersNotReady, "No member is ready yet.")
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMembersNotReady, "No member is ready yet.")
 	default:
 		st.Phase = v1alpha1.ClusterDegraded
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, events.ReasonMembersNotReady,
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMembersNotReady,
 			plural(int(st.ReadyMembers), "member is", "members are")+" ready of "+strconv.Itoa(int(c.Spec.Members))+".")
 	}
 	return st

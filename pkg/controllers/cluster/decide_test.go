@@ -43,13 +43,13 @@ func pod(ordinal int, hash, agent, role string, ready bool) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("db-%d", ordinal), Namespace: "ns",
 			Labels:      map[string]string{"l": "1"},
-			Annotations: map[string]string{resources.AnnotationRestartHash: hash, resources.AnnotationVersion: "1.0.0"},
+			Annotations: map[string]string{v1alpha1.AnnotationRestartHash: hash, v1alpha1.AnnotationVersion: "1.0.0"},
 		},
 		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: resources.ContainerMySQL, Image: "server"}, {Name: resources.ContainerAgent, Image: agent}}},
 		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: status}}},
 	}
 	if role != "" {
-		p.Labels[resources.LabelRole] = role
+		p.Labels[v1alpha1.LabelRole] = role
 	}
 	return p
 }
@@ -57,7 +57,7 @@ func pod(ordinal int, hash, agent, role string, ready bool) *corev1.Pod {
 func tpl(hash string) *corev1.PodTemplateSpec {
 	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{
 		Labels:      map[string]string{"l": "1"},
-		Annotations: map[string]string{resources.AnnotationRestartHash: hash, resources.AnnotationVersion: "1.0.0"},
+		Annotations: map[string]string{v1alpha1.AnnotationRestartHash: hash, v1alpha1.AnnotationVersion: "1.0.0"},
 	}}
 }
 
@@ -235,12 +235,12 @@ func TestComputeStatus(t *testing.T) {
 func TestComputeStatusCurrentVersion(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Members = 2 })
 	a, b := pod(0, "h", "a", "primary", true), pod(1, "h", "a", "replica", true)
-	b.Annotations[resources.AnnotationVersion] = "2.0.0"
+	b.Annotations[v1alpha1.AnnotationVersion] = "2.0.0"
 	prev := v1alpha1.MySQLClusterStatus{CurrentVersion: "1.0.0"}
 	if st := computeStatus(prev, observed{Cluster: c, Pods: []*corev1.Pod{a, b}}); st.CurrentVersion != "1.0.0" {
 		t.Errorf("mixed versions: current %q, want the old one kept", st.CurrentVersion)
 	}
-	a.Annotations[resources.AnnotationVersion] = "2.0.0"
+	a.Annotations[v1alpha1.AnnotationVersion] = "2.0.0"
 	if st := computeStatus(prev, observed{Cluster: c, Pods: []*corev1.Pod{a, b}}); st.CurrentVersion != "2.0.0" {
 		t.Errorf("all on 2.0.0: current %q", st.CurrentVersion)
 	}
@@ -264,7 +264,7 @@ func TestComputeStatusKeepsTransitionTime(t *testing.T) {
 func TestTemplateObserved(t *testing.T) {
 	sts := func(gen, observed int64, hash string) *appsv1.StatefulSet {
 		return &appsv1.StatefulSet{
-			ObjectMeta: metav1.ObjectMeta{Generation: gen, Annotations: map[string]string{resources.AnnotationSpecHash: hash}},
+			ObjectMeta: metav1.ObjectMeta{Generation: gen, Annotations: map[string]string{v1alpha1.AnnotationSpecHash: hash}},
 			Status:     appsv1.StatefulSetStatus{ObservedGeneration: observed},
 		}
 	}
@@ -408,7 +408,7 @@ func TestComputeStatusKeepsTheRecordedPrimary(t *testing.T) {
 
 func TestDecideFence(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
-		c.Annotations = map[string]string{resources.AnnotationRestore: "undo"}
+		c.Annotations = map[string]string{v1alpha1.AnnotationRestore: "undo"}
 	})
 	restore := func(phase v1alpha1.JobPhase, method v1alpha1.BackupMethod, step v1alpha1.RestoreStep) *v1alpha1.MySQLRestore {
 		return &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "undo", Namespace: "ns"},

@@ -177,7 +177,7 @@ func (c *Controller) missingRootSecret(ctx context.Context, cluster *v1alpha1.My
 // fence reads the cluster's restore annotation and removes it when it names no running
 // restore of the cluster (the restore ended or was deleted without lifting it).
 func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) (fence, error) {
-	name := cluster.Annotations[resources.AnnotationRestore]
+	name := cluster.Annotations[v1alpha1.AnnotationRestore]
 	if name == "" {
 		return fence{}, nil
 	}
@@ -201,7 +201,7 @@ func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) 
 	if f = decideFence(cluster, live); !f.Stale {
 		return f, nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{resources.AnnotationRestore: nil}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationRestore: nil}}})
 	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch(ctx, cluster.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		return f, fmt.Errorf("lift the fence of restore %s: %w", name, err)
 	}
@@ -340,7 +340,7 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		cfg.pods = append(cfg.pods, pod)
 		cfg.endpoints = append(cfg.endpoints, clustering.Endpoint{Host: host, Port: port})
 	}
-	requested := latest.Annotations[AnnotationSwitchoverTo]
+	requested := latest.Annotations[v1alpha1.AnnotationSwitchoverTo]
 	target, hold := switchoverTarget(requested, setName, desiredMembers, plan, prev)
 	if hold {
 		plan.Restart = nil
@@ -357,13 +357,13 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		if role == "" {
 			value = nil // removes the label
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{resources.LabelRole: value}}})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.LabelRole: value}}})
 		if _, err := c.kube.CoreV1().Pods(cluster.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("label pod %s as %q: %w", name, role, err))
 		}
 	}
 	if requested != "" && roleOf(d, resources.Ordinal(setName, requested)) == v1alpha1.RolePrimary {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationSwitchoverTo: nil}}})
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationSwitchoverTo: nil}}})
 		if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch(ctx, cluster.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			errs = append(errs, fmt.Errorf("clear switchover request: %w", err))
 		}
@@ -375,7 +375,7 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 // a pod deleted before then could be recreated from the old one and need a second restart.
 func templateObserved(current, desired *appsv1.StatefulSet) bool {
 	return current != nil && current.Status.ObservedGeneration >= current.Generation &&
-		current.Annotations[resources.AnnotationSpecHash] == desired.Annotations[resources.AnnotationSpecHash]
+		current.Annotations[v1alpha1.AnnotationSpecHash] == desired.Annotations[v1alpha1.AnnotationSpecHash]
 }
 
 // serverImage is the server image of cluster: its repository override or the flavor default,
@@ -453,10 +453,10 @@ func podPatch(tpl *corev1.PodTemplateSpec, agentImage string, p *corev1.Pod) ([]
 // patches metadata only, so the user's spec is never rewritten with defaults.
 func (c *Controller) stampOperatorVersion(ctx context.Context, cached *v1alpha1.MySQLCluster) (*v1alpha1.MySQLCluster, error) {
 	want := version.LabelValue(c.cfg.OperatorVersion)
-	if cached.Labels[resources.LabelOperatorVersion] == want {
+	if cached.Labels[v1alpha1.LabelOperatorVersion] == want {
 		return cached, nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{resources.LabelOperatorVersion: want}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{v1alpha1.LabelOperatorVersion: want}}})
 	if err != nil {
 		return nil, fmt.Errorf("encode label patch: %w", err)
 	}

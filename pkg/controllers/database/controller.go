@@ -80,12 +80,6 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	return c, nil
 }
 
-// ReasonConflict: another MySQLDatabase already manages the same schema of the cluster.
-const ReasonConflict = "Conflict"
-
-// ReasonSchemaExists: the schema exists on the server and the MySQLDatabase did not create it.
-const ReasonSchemaExists = "SchemaExists"
-
 // createdSchema: the MySQLDatabase whose status is st created the schema name. A status of an
 // earlier version has no schema but the server's character set: it reconciled the schema,
 // which it is taken to have created (as those versions created or took any).
@@ -121,11 +115,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return c.finalize(ctx, cached, d)
 	}
 	if errs := v1alpha1.ValidateDatabase(d); len(errs) > 0 {
-		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
 	}
 	if owner := c.schemaOwner(d); owner != d.Name {
 		// Two objects managing one schema would undo each other, and either could drop it.
-		return c.notReady(ctx, cached, ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), events.InvalidSpec)
+		return c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), events.InvalidSpec)
 	}
 	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update); err != nil {
 		return err
@@ -135,7 +129,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
 	}
 	if err != nil {
-		_ = c.notReady(ctx, cached, sqlobject.ReasonClusterUnreachable, err.Error(), "")
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), "")
 		return err
 	}
 	defer in.DB.Close()
@@ -144,13 +138,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	want := mysql.Schema{CharacterSet: d.Spec.CharacterSet, Collation: d.Spec.Collation}
 	have, err := in.Schema(ctx, name)
 	if err != nil {
-		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
 		return err
 	}
 	created := createdSchema(cached.Status, name)
 	switch {
 	case have != nil && !created && !d.Spec.AdoptExisting:
-		return c.notReady(ctx, cached, ReasonSchemaExists, fmt.Sprintf("Database %s exists and this MySQLDatabase did not create it: it is left alone "+
+		return c.notReady(ctx, cached, v1alpha1.ReasonSchemaExists, fmt.Sprintf("Database %s exists and this MySQLDatabase did not create it: it is left alone "+
 			"(spec.adoptExisting manages it, and never drops it)", name), events.InvalidSpec)
 	case have == nil && cached.Status.Schema != name:
 		// Recorded before CREATE DATABASE: were the status write after it lost, the schema
@@ -164,10 +158,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	}
 	stmt, reason, err := plan(name, want, have)
 	if err != nil {
-		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
 	}
 	if err := in.Exec(ctx, stmt); err != nil {
-		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
 		return fmt.Errorf("reconcile database %s: %w", name, err)
 	}
 	if reason != "" {
@@ -185,7 +179,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	} else {
 		st.Adopted = true
 	}
-	sqlobject.SetReady(&st.Conditions, cached.Generation, true, sqlobject.ReasonReconciled, fmt.Sprintf("Database %s matches the spec", name))
+	sqlobject.SetReady(&st.Conditions, cached.Generation, true, v1alpha1.ReasonReconciled, fmt.Sprintf("Database %s matches the spec", name))
 	return c.writeStatus(ctx, cached, st)
 }
 
@@ -225,14 +219,14 @@ func (c *Controller) finalize(ctx context.Context, cached, d *v1alpha1.MySQLData
 	default:
 		in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 		if nr, ok := sqlobject.IsNotReady(err); ok {
-			return c.notReady(ctx, cached, sqlobject.ReasonDeleting, "Waiting to drop the database: "+nr.Message, "")
+			return c.notReady(ctx, cached, v1alpha1.ReasonDeleting, "Waiting to drop the database: "+nr.Message, "")
 		}
 		if err != nil {
 			return err
 		}
 		defer in.DB.Close()
 		if err := in.Exec(ctx, mysql.DropSchema(d.Spec.Name)); err != nil {
-			_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+			_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
 			return fmt.Errorf("drop database %s: %w", d.Spec.Name, err)
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.DatabaseDropped, "Dropped database %s (deletionPolicy Delete)", d.Spec.Name)

@@ -60,7 +60,7 @@ const (
 	defaultTimeout    = 6 * time.Hour
 	byBackup          = "backup"
 	byCluster         = "cluster"
-	restoreAnnotation = resources.AnnotationRestore
+	restoreAnnotation = v1alpha1.AnnotationRestore
 )
 
 // Controller reconciles MySQLRestores.
@@ -80,10 +80,6 @@ type Controller struct {
 	// bootstrap creates the MySQLRestore of clusters with spec.bootstrap.
 	bootstrap sqlobject.Worker
 }
-
-// AnnotationBootstrapRestore on a MySQLCluster names the MySQLRestore its spec.bootstrap was
-// turned into; once set, no second one is made, even if that restore is deleted.
-const AnnotationBootstrapRestore = "mysqlop.io/bootstrap-restore"
 
 // New registers the controller's informers with set and returns the controller.
 func New(kube kubernetes.Interface, client versioned.Interface, set *informerset.Set, recorder record.EventRecorder, resolve resources.Resolver) (*Controller, error) {
@@ -165,7 +161,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 }
 
 func (c *Controller) enqueueBootstrap(obj any) {
-	if cl, ok := obj.(*v1alpha1.MySQLCluster); ok && cl.Spec.Bootstrap != nil && cl.Annotations[AnnotationBootstrapRestore] == "" {
+	if cl, ok := obj.(*v1alpha1.MySQLCluster); ok && cl.Spec.Bootstrap != nil && cl.Annotations[v1alpha1.AnnotationBootstrapRestore] == "" {
 		sqlobject.Enqueue(c.bootstrap.Queue, cl)
 	}
 }
@@ -180,7 +176,7 @@ func (c *Controller) syncBootstrap(ctx context.Context, key cache.ObjectName) er
 	if err != nil {
 		return err
 	}
-	if cl.Spec.Bootstrap == nil || cl.Annotations[AnnotationBootstrapRestore] != "" || cl.DeletionTimestamp != nil {
+	if cl.Spec.Bootstrap == nil || cl.Annotations[v1alpha1.AnnotationBootstrapRestore] != "" || cl.DeletionTimestamp != nil {
 		return nil
 	}
 	name := cl.Name + "-bootstrap"
@@ -192,7 +188,7 @@ func (c *Controller) syncBootstrap(ctx context.Context, key cache.ObjectName) er
 	if _, err := c.mysql.MysqlopV1alpha1().MySQLRestores(cl.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create bootstrap restore %s: %w", name, err)
 	}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, AnnotationBootstrapRestore, name)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, v1alpha1.AnnotationBootstrapRestore, name)
 	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cl.Namespace).Patch(ctx, cl.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("mark cluster %s bootstrapped: %w", key, err)
 	}
@@ -258,7 +254,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	} else {
 		status.Member = cl.Status.Primary
 	}
-	setComplete(status, cached.Generation, metav1.ConditionUnknown, backup.ReasonRunning, "Stopping writes on MySQLCluster "+cl.Name)
+	setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonRunning, "Stopping writes on MySQLCluster "+cl.Name)
 	klog.FromContext(ctx).Info("Restore starts: stopping writes", "restore", klog.KObj(cached), "cluster", cl.Name, "method", status.Method)
 	// The finalizer first: a running restore deleted must still discard what it staged.
 	cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerRestore, c.mysql.MysqlopV1alpha1().MySQLRestores(cached.Namespace).Update)
@@ -332,8 +328,8 @@ func (c *Controller) endFence(ctx context.Context, cl *v1alpha1.MySQLCluster, r 
 	if lift {
 		annotations[restoreAnnotation] = nil
 	}
-	if restored := r.Name + "/" + string(r.UID); completed && r.Status.Method == v1alpha1.BackupPhysical && cl.Annotations[resources.AnnotationDataRestored] != restored {
-		annotations[resources.AnnotationDataRestored] = restored
+	if restored := r.Name + "/" + string(r.UID); completed && r.Status.Method == v1alpha1.BackupPhysical && cl.Annotations[v1alpha1.AnnotationDataRestored] != restored {
+		annotations[v1alpha1.AnnotationDataRestored] = restored
 	}
 	if len(annotations) == 0 {
 		return nil
@@ -558,7 +554,7 @@ func (c *Controller) rejoining(ctx context.Context, key cache.ObjectName, cached
 func (c *Controller) resume(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, msg string) error {
 	status := cached.Status.DeepCopy()
 	status.Step = v1alpha1.RestoreResuming
-	setComplete(status, cached.Generation, metav1.ConditionUnknown, backup.ReasonRunning, msg+resumeSuffix)
+	setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonRunning, msg+resumeSuffix)
 	// The step before the fence: the Cluster controller lifts the fence of a resuming
 	// restore itself, should the patch below fail.
 	updated, err := sqlobject.UpdateStatus(ctx, cached, status, restoreStatus, c.mysql.MysqlopV1alpha1().MySQLRestores(cached.Namespace).UpdateStatus)
@@ -624,11 +620,11 @@ func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, 
 	status.Step = ""
 	if ok {
 		status.Phase = v1alpha1.JobComplete
-		setComplete(status, cached.Generation, metav1.ConditionTrue, backup.ReasonCompleted, msg)
+		setComplete(status, cached.Generation, metav1.ConditionTrue, v1alpha1.ReasonCompleted, msg)
 		c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreCompleted, msg)
 	} else {
 		status.Phase = v1alpha1.JobFailed
-		setComplete(status, cached.Generation, metav1.ConditionFalse, backup.ReasonFailed, msg)
+		setComplete(status, cached.Generation, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
 		c.recorder.Event(cached, corev1.EventTypeWarning, events.RestoreFailed, msg)
 	}
 	klog.FromContext(ctx).Info("Restore finished", "restore", klog.KObj(cached), "phase", status.Phase)
@@ -670,14 +666,14 @@ func (c *Controller) progress(ctx context.Context, cached *v1alpha1.MySQLRestore
 	if next == nil {
 		next = cached.Status.DeepCopy()
 	}
-	setComplete(next, cached.Generation, metav1.ConditionUnknown, backup.ReasonRunning, msg)
+	setComplete(next, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonRunning, msg)
 	return c.writeStatus(ctx, cached, next)
 }
 
 func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLRestore, msg string) error {
 	status := cached.Status.DeepCopy()
 	status.Phase = v1alpha1.JobPending
-	if setComplete(status, cached.Generation, metav1.ConditionUnknown, backup.ReasonWaiting, msg) {
+	if setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonWaiting, msg) {
 		c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreWaiting, msg)
 	}
 	return c.writeStatus(ctx, cached, status)

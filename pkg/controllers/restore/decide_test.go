@@ -8,7 +8,6 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
 
@@ -30,9 +29,9 @@ func TestReadyToStart(t *testing.T) {
 		return c
 	}
 	busy := func(c *v1alpha1.MySQLCluster) {
-		c.Annotations = map[string]string{resources.AnnotationRestore: "other"}
+		c.Annotations = map[string]string{v1alpha1.AnnotationRestore: "other"}
 	}
-	mine := func(c *v1alpha1.MySQLCluster) { c.Annotations = map[string]string{resources.AnnotationRestore: "undo"} }
+	mine := func(c *v1alpha1.MySQLCluster) { c.Annotations = map[string]string{v1alpha1.AnnotationRestore: "undo"} }
 	for _, tc := range []struct {
 		name   string
 		backup *v1alpha1.MySQLBackup

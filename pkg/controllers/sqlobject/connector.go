@@ -17,17 +17,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 )
 
-// Ready condition reasons for why a change cannot be made now. Each clears by itself when
-// its cause goes away: the controllers watch clusters and Secrets.
-const (
-	// ReasonClusterNotFound: the referenced MySQLCluster does not exist.
-	ReasonClusterNotFound = "ClusterNotFound"
-	// ReasonClusterNotReady: the cluster has no primary yet, or its primary is not writable.
-	ReasonClusterNotReady = "ClusterNotReady"
-	// ReasonClusterUnreachable: the primary did not answer; retried with backoff.
-	ReasonClusterUnreachable = "ClusterUnreachable"
-)
-
 // NotReadyError says why the cluster cannot take a change now. It is not retried with
 // backoff: the cluster's next status change brings the object back to the queue.
 type NotReadyError struct {
@@ -70,24 +59,24 @@ func (c *Connector) Gone(namespace, name string) (bool, error) {
 func (c *Connector) Primary(ctx context.Context, namespace, name string) (*mysql.Instance, error) {
 	cl, err := c.Clusters.MySQLClusters(namespace).Get(name)
 	if apierrors.IsNotFound(err) {
-		return nil, &NotReadyError{Reason: ReasonClusterNotFound, Message: fmt.Sprintf("MySQLCluster %s not found", name)}
+		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotFound, Message: fmt.Sprintf("MySQLCluster %s not found", name)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get cluster %s/%s: %w", namespace, name, err)
 	}
 	if cl.DeletionTimestamp != nil {
-		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s is being deleted", name)}
+		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s is being deleted", name)}
 	}
 	if cl.Status.Primary == "" {
-		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s has no primary yet", name)}
+		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s has no primary yet", name)}
 	}
 	sec, err := secret.Get(c.Secrets, cl)
 	var nc *secret.NotControlledError
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s has no credentials Secret yet", name)}
+		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s has no credentials Secret yet", name)}
 	case errors.As(err, &nc):
-		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s: %v", name, err)}
+		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s: %v", name, err)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get credentials of cluster %s/%s: %w", namespace, name, err)
@@ -117,7 +106,7 @@ func (c *Connector) Primary(ctx context.Context, namespace, name string) (*mysql
 	}
 	if !writable {
 		db.Close()
-		return nil, &NotReadyError{Reason: ReasonClusterNotReady, Message: fmt.Sprintf("member %s of MySQLCluster %s is read-only: the primary is moving", cl.Status.Primary, name)}
+		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotReady, Message: fmt.Sprintf("member %s of MySQLCluster %s is read-only: the primary is moving", cl.Status.Primary, name)}
 	}
 	return in, nil
 }

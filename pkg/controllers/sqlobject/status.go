@@ -14,18 +14,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 )
 
-// Ready condition reasons besides the connector's.
-const (
-	// ReasonReconciled: the object in the database matches the spec.
-	ReasonReconciled = "Reconciled"
-	// ReasonInvalidSpec: the spec cannot be acted on.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonSQLError: the server refused a statement; its message says why. Retried with backoff.
-	ReasonSQLError = "SQLError"
-	// ReasonDeleting: the object waits to be dropped from the database.
-	ReasonDeleting = "Deleting"
-)
-
 // SetComplete sets the Complete condition of a job (a backup or a restore) in conds for
 // generation and reports whether its status, reason or message changed (worth an event).
 func SetComplete(conds *[]metav1.Condition, generation int64, status metav1.ConditionStatus, reason, message string) bool {

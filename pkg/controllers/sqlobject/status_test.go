@@ -33,7 +33,7 @@ func TestWriteStatusAndFinalizers(t *testing.T) {
 		t.Fatalf("no-op status write: %v, %d writes", err, writes())
 	}
 	st := u.Status.DeepCopy()
-	SetReady(&st.Conditions, 1, true, ReasonReconciled, "ok")
+	SetReady(&st.Conditions, 1, true, v1alpha1.ReasonReconciled, "ok")
 	if err := WriteStatus(ctx, u, st, status, users.UpdateStatus); err != nil || writes() != 1 {
 		t.Fatalf("status write: %v, %d writes", err, writes())
 	}

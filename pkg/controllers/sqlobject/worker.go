@@ -18,7 +18,6 @@ import (
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
-	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 // Worker is sample-controller's worker loop over a rate-limited queue of object keys: Forget
@@ -107,7 +106,7 @@ func ClusterHandler(f func(key string)) cache.ResourceEventHandler {
 			// The phase leaves Fenced only once clustering made the primary writable again.
 			fenced := func(c *v1alpha1.MySQLCluster) bool { return c.Status.Phase == v1alpha1.ClusterFenced }
 			if o.Status.Primary != n.Status.Primary || (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) ||
-				fenced(o) != fenced(n) || o.Annotations[resources.AnnotationDataRestored] != n.Annotations[resources.AnnotationDataRestored] {
+				fenced(o) != fenced(n) || o.Annotations[v1alpha1.AnnotationDataRestored] != n.Annotations[v1alpha1.AnnotationDataRestored] {
 				call(obj)
 			}
 		},

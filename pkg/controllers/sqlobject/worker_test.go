@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 // Objects waiting on a cluster are woken exactly when they may go on: a new primary, the
@@ -26,11 +25,11 @@ func TestClusterHandlerWakesOnTheMomentsThatMatter(t *testing.T) {
 		{"being deleted", func(c *v1alpha1.MySQLCluster) { now := metav1.Now(); c.DeletionTimestamp = &now }, true},
 		{"writes stopped", func(c *v1alpha1.MySQLCluster) { c.Status.Phase = v1alpha1.ClusterFenced }, true},
 		{"data replaced by a restore", func(c *v1alpha1.MySQLCluster) {
-			c.Annotations = map[string]string{resources.AnnotationDataRestored: "back/uid"}
+			c.Annotations = map[string]string{v1alpha1.AnnotationDataRestored: "back/uid"}
 		}, true},
 		{"a member less ready", func(c *v1alpha1.MySQLCluster) { c.Status.ReadyMembers = 2 }, false},
 		{"the fence annotation alone (the primary is not writable yet)", func(c *v1alpha1.MySQLCluster) {
-			c.Annotations = map[string]string{resources.AnnotationRestore: "back"}
+			c.Annotations = map[string]string{v1alpha1.AnnotationRestore: "back"}
 		}, false},
 	} {
 		var got []string

@@ -111,12 +111,6 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	return c, nil
 }
 
-// ReasonConflict: another MySQLUser already manages the same account of the cluster.
-const ReasonConflict = "Conflict"
-
-// ReasonAccountExists: the account exists on the server and the MySQLUser did not create it.
-const ReasonAccountExists = "AccountExists"
-
 // ownsAccount: the MySQLUser whose status is st created or adopted a. A status written by an
 // earlier version has no account but a password version: that MySQLUser set its password.
 func ownsAccount(st v1alpha1.MySQLUserStatus, a mysql.Account) bool {
@@ -158,12 +152,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return c.finalize(ctx, cached, u)
 	}
 	if errs := v1alpha1.ValidateUser(u); len(errs) > 0 {
-		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
 	}
 	if owner := c.accountOwner(u); owner != u.Name {
 		// The older MySQLUser owns the account: two objects setting one account's password and
 		// grants would undo each other. Nothing is changed; deleting the owner frees it.
-		return c.notReady(ctx, cached, ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), events.InvalidSpec)
+		return c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), events.InvalidSpec)
 	}
 	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update); err != nil {
 		return err
@@ -189,7 +183,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		return c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
 	}
 	if err != nil {
-		_ = c.notReady(ctx, cached, sqlobject.ReasonClusterUnreachable, err.Error(), "")
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), "")
 		return err
 	}
 	defer in.DB.Close()
@@ -197,17 +191,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	a := mysql.Account{User: u.Spec.User, Host: u.Spec.Host}
 	state, err := in.Account(ctx, a)
 	if err != nil {
-		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
 		return err
 	}
 	switch {
 	case state != nil && !ownsAccount(cached.Status, a) && !u.Spec.AdoptExisting:
-		return c.notReady(ctx, cached, ReasonAccountExists, fmt.Sprintf("Account %s exists and this MySQLUser did not create it: it is left alone "+
+		return c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists and this MySQLUser did not create it: it is left alone "+
 			"(spec.adoptExisting takes it over: its password and grants then follow the spec)", a), events.InvalidSpec)
 	case state != nil && !ownsAccount(cached.Status, a) && len(state.Unmanaged) > 0:
 		// Adopting would keep grants the spec cannot express (and so cannot bound): a
 		// MySQLUser could take over more than it may hold.
-		return c.notReady(ctx, cached, ReasonAccountExists, fmt.Sprintf("Account %s exists with %s grants the spec cannot express: it is not adopted until they are revoked",
+		return c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists with %s grants the spec cannot express: it is not adopted until they are revoked",
 			a, strings.Join(state.Unmanaged, ", ")), events.InvalidSpec)
 	case state == nil && cached.Status.Account != a.String():
 		// Recorded before CREATE USER: were the status write after it lost, the account
@@ -222,17 +216,17 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	// account as it was in the backup: set the password again.
 	version := fmt.Sprintf("%s/%s@%s", ref.Name, ref.Key, sec.ResourceVersion)
 	if cl, err := c.connector.Clusters.MySQLClusters(u.Namespace).Get(u.Spec.ClusterRef.Name); err == nil {
-		if restored := cl.Annotations[resources.AnnotationDataRestored]; restored != "" {
+		if restored := cl.Annotations[v1alpha1.AnnotationDataRestored]; restored != "" {
 			version += " restored:" + restored
 		}
 	}
 	rotate := cached.Status.PasswordSecretVersion != version
 	ch, err := plan(in.Flavor, &u.Spec, string(password), state, rotate)
 	if err != nil {
-		return c.notReady(ctx, cached, sqlobject.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
 	}
 	if err := in.Exec(ctx, ch.Statements...); err != nil {
-		_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
 		return fmt.Errorf("reconcile account %s: %w", a, err)
 	}
 	if ch.Reason != "" {
@@ -243,7 +237,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	st.PasswordSecretVersion = version
 	st.Account = a.String()
 	st.ObservedGeneration = cached.Generation
-	sqlobject.SetReady(&st.Conditions, cached.Generation, true, sqlobject.ReasonReconciled, fmt.Sprintf("Account %s matches the spec", a))
+	sqlobject.SetReady(&st.Conditions, cached.Generation, true, v1alpha1.ReasonReconciled, fmt.Sprintf("Account %s matches the spec", a))
 	return c.writeStatus(ctx, cached, st)
 }
 
@@ -271,14 +265,14 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 	default:
 		in, err := c.connector.Primary(ctx, u.Namespace, u.Spec.ClusterRef.Name)
 		if nr, ok := sqlobject.IsNotReady(err); ok {
-			return c.notReady(ctx, cached, sqlobject.ReasonDeleting, "Waiting to drop the account: "+nr.Message, "")
+			return c.notReady(ctx, cached, v1alpha1.ReasonDeleting, "Waiting to drop the account: "+nr.Message, "")
 		}
 		if err != nil {
 			return err
 		}
 		defer in.DB.Close()
 		if err := in.Exec(ctx, mysql.DropAccount(a)); err != nil {
-			_ = c.notReady(ctx, cached, sqlobject.ReasonSQLError, err.Error(), events.SQLFailed)
+			_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
 			return fmt.Errorf("drop account %s: %w", a, err)
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.UserDropped, "Dropped account %s", a)

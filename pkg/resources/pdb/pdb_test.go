@@ -3,7 +3,7 @@ package pdb
 import (
 	"testing"
 
-	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
 
@@ -13,7 +13,7 @@ func TestPDB(t *testing.T) {
 	if p.Spec.MaxUnavailable == nil || p.Spec.MaxUnavailable.IntValue() != 1 {
 		t.Errorf("maxUnavailable = %v, want 1", p.Spec.MaxUnavailable)
 	}
-	if p.Spec.Selector.MatchLabels[resources.LabelCluster] != "db" {
+	if p.Spec.Selector.MatchLabels[v1alpha1.LabelCluster] != "db" {
 		t.Errorf("selector %v", p.Spec.Selector)
 	}
 }

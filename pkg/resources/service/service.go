@@ -48,7 +48,7 @@ func NewReplicas(c *v1alpha1.MySQLCluster, operatorVersion string) *corev1.Servi
 
 func roleService(c *v1alpha1.MySQLCluster, name, role, operatorVersion string) *corev1.Service {
 	sel := resources.SelectorLabels(c)
-	sel[resources.LabelRole] = role
+	sel[v1alpha1.LabelRole] = role
 	return &corev1.Service{
 		ObjectMeta: resources.ObjectMeta(c, name, operatorVersion),
 		Spec: corev1.ServiceSpec{

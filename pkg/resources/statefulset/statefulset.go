@@ -82,7 +82,7 @@ func ServerCommand(f v1alpha1.Flavor) string {
 // New returns the StatefulSet of c, which must be defaulted and valid.
 func New(c *v1alpha1.MySQLCluster, p Params) *appsv1.StatefulSet {
 	tpl := podTemplate(c, p)
-	tpl.Annotations[resources.AnnotationRestartHash] = RestartHash(&tpl.Spec, p.ConfigHash)
+	tpl.Annotations[v1alpha1.AnnotationRestartHash] = RestartHash(&tpl.Spec, p.ConfigHash)
 
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: resources.ObjectMeta(c, resources.StatefulSetName(c), p.OperatorVersion),
@@ -152,8 +152,8 @@ func podTemplate(c *v1alpha1.MySQLCluster, p Params) corev1.PodTemplateSpec {
 	for k, v := range c.Spec.PodAnnotations {
 		annotations[k] = v
 	}
-	annotations[resources.AnnotationConfigHash] = p.ConfigHash
-	annotations[resources.AnnotationVersion] = c.Spec.Version
+	annotations[v1alpha1.AnnotationConfigHash] = p.ConfigHash
+	annotations[v1alpha1.AnnotationVersion] = c.Spec.Version
 
 	affinity := c.Spec.Affinity.DeepCopy()
 	if affinity == nil {

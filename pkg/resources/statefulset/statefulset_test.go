@@ -86,7 +86,7 @@ func TestShape(t *testing.T) {
 	if spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil || len(spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
 		t.Error("default affinity must prefer spreading members over nodes")
 	}
-	if s.Spec.Template.Labels[resources.LabelOperatorVersion] != "v1" || s.Spec.Template.Annotations[resources.AnnotationVersion] != "10.11.6" {
+	if s.Spec.Template.Labels[v1alpha1.LabelOperatorVersion] != "v1" || s.Spec.Template.Annotations[v1alpha1.AnnotationVersion] != "10.11.6" {
 		t.Errorf("template metadata %v %v", s.Spec.Template.Labels, s.Spec.Template.Annotations)
 	}
 }
@@ -155,12 +155,12 @@ func TestNoSecretInEnvOrArgs(t *testing.T) {
 
 func TestRestartHash(t *testing.T) {
 	c := testutil.Cluster("ns", "db")
-	base := New(c, params()).Spec.Template.Annotations[resources.AnnotationRestartHash]
+	base := New(c, params()).Spec.Template.Annotations[v1alpha1.AnnotationRestartHash]
 
 	agentOnly := params()
 	agentOnly.AgentImage = "agent:v2"
 	agentOnly.OperatorVersion = "v2"
-	if got := New(c, agentOnly).Spec.Template.Annotations[resources.AnnotationRestartHash]; got != base {
+	if got := New(c, agentOnly).Spec.Template.Annotations[v1alpha1.AnnotationRestartHash]; got != base {
 		t.Error("a new agent image or operator version changed the restart hash: it would restart mysqld")
 	}
 
@@ -174,7 +174,7 @@ func TestRestartHash(t *testing.T) {
 		p := params()
 		cc := c.DeepCopy()
 		change(&p, cc)
-		if New(cc, p).Spec.Template.Annotations[resources.AnnotationRestartHash] == base {
+		if New(cc, p).Spec.Template.Annotations[v1alpha1.AnnotationRestartHash] == base {
 			t.Errorf("changing the %s did not change the restart hash", name)
 		}
 	}
@@ -182,7 +182,7 @@ func TestRestartHash(t *testing.T) {
 
 func TestUserPodSettings(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
-		c.Spec.PodLabels = map[string]string{"team": "a", resources.LabelCluster: "hijack"}
+		c.Spec.PodLabels = map[string]string{"team": "a", v1alpha1.LabelCluster: "hijack"}
 		c.Spec.PodAnnotations = map[string]string{"note": "x"}
 		c.Spec.NodeSelector = map[string]string{"disk": "ssd"}
 		c.Spec.PriorityClassName = "high"
@@ -191,7 +191,7 @@ func TestUserPodSettings(t *testing.T) {
 	})
 	s := New(c, params())
 	tpl := s.Spec.Template
-	if tpl.Labels["team"] != "a" || tpl.Labels[resources.LabelCluster] != "db" {
+	if tpl.Labels["team"] != "a" || tpl.Labels[v1alpha1.LabelCluster] != "db" {
 		t.Errorf("labels %v: user labels must be added but never override ours", tpl.Labels)
 	}
 	if tpl.Annotations["note"] != "x" || tpl.Spec.NodeSelector["disk"] != "ssd" || tpl.Spec.PriorityClassName != "high" {

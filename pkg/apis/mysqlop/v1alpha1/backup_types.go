@@ -42,18 +42,6 @@ const (
 	JobFailed JobPhase = "Failed"
 )
 
-// Condition types of backups and restores, and the backup finalizer.
-const (
-	// ConditionComplete is True when the work finished successfully, False when it failed
-	// (its message says why), Unknown while it waits or runs.
-	ConditionComplete = "Complete"
-	// FinalizerBackup deletes the stored object of a MySQLBackup with deletionPolicy Delete.
-	FinalizerBackup = "mysqlop.io/backup"
-	// FinalizerRestore holds a running MySQLRestore until, deleted, it has discarded what it
-	// staged and lifted its fence; it is removed when the restore ends.
-	FinalizerRestore = "mysqlop.io/restore"
-)
-
 // ClusterReference names a MySQLCluster in the object's namespace.
 type ClusterReference struct {
 	// Name of the MySQLCluster.
@@ -108,12 +96,6 @@ type S3Storage struct {
 	// +optional
 	CASecretRef *SecretKeyRef `json:"caSecretRef,omitempty"`
 }
-
-// LabelStorageCredentials, set to "true" on a Secret, lets MySQLBackups (and so restores and
-// schedules) in its namespace name it as storage credentials. Without it the operator never
-// reads the Secret's keys, so a user who may create MySQLBackups cannot send any Secret of the
-// namespace to an endpoint of their choosing.
-const LabelStorageCredentials = "mysqlop.io/storage-credentials"
 
 // +genclient
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

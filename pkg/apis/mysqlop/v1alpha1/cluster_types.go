@@ -53,24 +53,6 @@ const (
 	ClusterFenced ClusterPhase = "Fenced"
 )
 
-// Condition types of a MySQLCluster.
-const (
-	// ConditionReady is True when every member is ready and runs the desired pod template.
-	ConditionReady = "Ready"
-	// ConditionAccepted is False when the spec (or the change it asks for, such as a version
-	// downgrade) is refused; the reason and message say why.
-	ConditionAccepted = "Accepted"
-	// ConditionSynced is False when a child object could not be brought to the desired state
-	// (for example a same-named object owned by someone else).
-	ConditionSynced = "Synced"
-	// ConditionHealthy is True when the clustering manager finds one writable primary and every
-	// replica replicating from it; its reason is the clustering state.
-	ConditionHealthy = "Healthy"
-	// ConditionDegraded is True when the primary serves but something is wrong (a member down,
-	// broken, errant or not yet set up), or while failing over, or when the cluster is lost.
-	ConditionDegraded = "Degraded"
-)
-
 // Instance roles, the values of the mysqlop.io/role label.
 const (
 	// RolePrimary is the writable member.

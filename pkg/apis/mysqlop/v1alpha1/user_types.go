@@ -246,11 +246,3 @@ type MySQLDatabaseList struct {
 	// Items are the databases.
 	Items []MySQLDatabase `json:"items"`
 }
-
-// Finalizers of MySQLUser and MySQLDatabase; both report the Ready condition.
-const (
-	// FinalizerUser drops the account (per deletionPolicy) before a MySQLUser goes away.
-	FinalizerUser = "mysqlop.io/user"
-	// FinalizerDatabase drops the schema (per deletionPolicy) before a MySQLDatabase goes away.
-	FinalizerDatabase = "mysqlop.io/database"
-)
