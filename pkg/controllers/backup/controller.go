@@ -31,7 +31,8 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
@@ -71,7 +72,7 @@ type Controller struct {
 	secrets  corelisters.SecretLister
 	resolve  resources.Resolver
 	recorder record.EventRecorder
-	worker   sqlobject.Worker
+	loop     *ctrl.Loop
 	now      func() time.Time
 
 	// mu guards running: the backup each cluster runs, as this process started it (the cache
@@ -85,8 +86,8 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
 	})
-	clusterInf, secretInf := sqlobject.ClusterCaches(set)
-	if err := sqlobject.AddIndex(backupInf, byCluster, func(obj any) (string, string) {
+	clusterInf, secretInf := ctrl.ClusterCaches(set)
+	if err := ctrl.AddIndex(backupInf, byCluster, func(obj any) (string, string) {
 		b := obj.(*v1alpha1.MySQLBackup)
 		return b.Namespace, b.Spec.ClusterRef.Name
 	}); err != nil {
@@ -104,40 +105,41 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		resolve:  resolve, recorder: recorder, now: time.Now,
 		running: map[string]cache.ObjectName{},
 	}
-	c.worker = sqlobject.Worker{Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
-		Synced: []cache.InformerSynced{backupInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced}}
-	if err := backupInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+	c.loop = ctrl.New(Name, "mysqlbackup", c.Sync)
+	c.loop.WaitFor(backupInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced)
+	if err := backupInf.AddEventHandler(c.loop.ObjectHandler()); err != nil {
 		return nil, fmt.Errorf("watch backups: %w", err)
 	}
-	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster))); err != nil {
+	if err := clusterInf.AddEventHandler(ctrl.ClusterHandler(c.loop.EnqueueIndexed(c.index, byCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
 }
 
 // Run runs workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
+func (c *Controller) Run(ctx context.Context, workers int) error { return c.loop.Run(ctx, workers) }
 
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+// Sync reconciles the MySQLBackup key.
+func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	cached, err := c.backups.MySQLBackups(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get backup %s: %w", key, err)
+		return ctrl.Result{}, fmt.Errorf("get backup %s: %w", key, err)
 	}
 	if cached.DeletionTimestamp != nil {
-		return c.finalize(ctx, cached)
+		return ctrl.Result{}, c.finalize(ctx, cached)
 	}
 	if cached.Spec.DeletionPolicy == v1alpha1.DeletionDelete {
-		if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerBackup, c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace).Update); err != nil {
-			return err
+		if cached, err = objects.AddFinalizer(ctx, cached, v1alpha1.FinalizerBackup, c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace).Update); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	switch cached.Status.Phase {
 	case v1alpha1.JobComplete, v1alpha1.JobFailed:
 		c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, key)
-		return nil
+		return ctrl.Result{}, nil
 	case v1alpha1.JobRunning:
 		return c.follow(ctx, key, cached)
 	}
@@ -147,40 +149,38 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 }
 
 // start picks a member and hands the backup to its agent.
-func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLBackup) error {
+func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLBackup) (ctrl.Result, error) {
 	cl, err := c.clusters.MySQLClusters(cached.Namespace).Get(cached.Spec.ClusterRef.Name)
 	if apierrors.IsNotFound(err) {
-		return c.pending(ctx, cached, fmt.Sprintf("MySQLCluster %s not found", cached.Spec.ClusterRef.Name))
+		return ctrl.Result{}, c.pending(ctx, cached, fmt.Sprintf("MySQLCluster %s not found", cached.Spec.ClusterRef.Name))
 	}
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	member, why := pickMember(cl, cached.Spec.Member)
 	if member == "" {
-		c.worker.Queue.AddAfter(key, waitInterval)
-		return c.pending(ctx, cached, why)
+		return ctrl.After(waitInterval), c.pending(ctx, cached, why)
 	}
 	store, err := StorageConfig(ctx, c.kube, cached)
 	if err != nil {
-		c.worker.Queue.AddAfter(key, waitInterval)
-		return c.pending(ctx, cached, err.Error())
+		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
 	}
 	client, err := AgentClient(c.secrets, c.resolve, cl, member)
 	if err != nil {
-		return c.pending(ctx, cached, err.Error())
+		// The cluster's credentials Secret is not cached yet; nothing else wakes this backup.
+		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
 	}
 	clusterKey := cached.Namespace + "/" + cl.Name
 	if other, busy := c.claim(clusterKey, key); busy {
-		c.worker.Queue.AddAfter(key, pollInterval)
-		return c.pending(ctx, cached, fmt.Sprintf("waiting for MySQLBackup %s of the cluster to finish: one backup runs at a time", other.Name))
+		return ctrl.After(pollInterval), c.pending(ctx, cached, fmt.Sprintf("waiting for MySQLBackup %s of the cluster to finish: one backup runs at a time", other.Name))
 	}
 	scheduled := cached.Status.DeepCopy()
 	scheduled.Phase, scheduled.Member = v1alpha1.JobScheduled, member
 	setComplete(scheduled, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonWaiting, "Scheduled on member "+member)
-	cached, err = sqlobject.UpdateStatus(ctx, cached, scheduled, backupStatus, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
+	cached, err = objects.UpdateStatus(ctx, cached, scheduled, backupStatus, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
 	if err != nil {
 		c.release(clusterKey, key)
-		return err
+		return ctrl.Result{}, err
 	}
 	req := agent.BackupRequest{ID: string(cached.UID), Method: string(Method(cached)), Object: ObjectName(cached), Storage: store,
 		TimeoutSeconds: int64(timeout(cached).Seconds())}
@@ -188,7 +188,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	if err != nil {
 		c.release(clusterKey, key)
 		_ = c.pending(ctx, cached, fmt.Sprintf("member %s did not take the backup: %v", member, err))
-		return fmt.Errorf("start backup %s on %s: %w", key, member, err)
+		return ctrl.Result{}, fmt.Errorf("start backup %s on %s: %w", key, member, err)
 	}
 	c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupStarted, "Member %s takes a %s backup to %s", member, Method(cached), st.Location)
 	klog.FromContext(ctx).Info("Backup started", "backup", klog.KObj(cached), "member", member, "location", st.Location)
@@ -197,8 +197,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	start := metav1.NewTime(st.StartTime)
 	status.StartTime = &start
 	setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonRunning, "Member "+member+" is taking the backup")
-	c.worker.Queue.AddAfter(key, pollInterval)
-	return c.writeStatus(ctx, cached, status)
+	return ctrl.After(pollInterval), c.writeStatus(ctx, cached, status)
 }
 
 // claim records key as the backup cluster runs, unless another backup of it runs (by this
@@ -237,29 +236,28 @@ func finished(b *v1alpha1.MySQLBackup) bool {
 
 // follow polls the agent until the backup ends, or fails it past its timeout or when the
 // agent lost it (it restarted).
-func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLBackup) error {
+func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLBackup) (ctrl.Result, error) {
 	status := cached.Status.DeepCopy()
 	cl, err := c.clusters.MySQLClusters(cached.Namespace).Get(cached.Spec.ClusterRef.Name)
 	if err != nil {
-		return c.fail(ctx, cached, status, fmt.Sprintf("MySQLCluster %s is gone", cached.Spec.ClusterRef.Name))
+		return ctrl.Result{}, c.fail(ctx, cached, status, fmt.Sprintf("MySQLCluster %s is gone", cached.Spec.ClusterRef.Name))
 	}
 	if status.StartTime != nil && c.now().Sub(status.StartTime.Time) > timeout(cached) {
-		return c.fail(ctx, cached, status, fmt.Sprintf("not finished within the timeout of %v", timeout(cached)))
+		return ctrl.Result{}, c.fail(ctx, cached, status, fmt.Sprintf("not finished within the timeout of %v", timeout(cached)))
 	}
 	client, err := AgentClient(c.secrets, c.resolve, cl, status.Member)
 	if err != nil {
-		return c.fail(ctx, cached, status, err.Error())
+		return ctrl.Result{}, c.fail(ctx, cached, status, err.Error())
 	}
 	st, failed, err := poll(ctx, client, string(cached.UID))
 	switch {
 	case err != nil:
 		// The agent may be restarting; the timeout bounds how long this is retried.
-		return fmt.Errorf("follow backup %s on %s: %w", key, status.Member, err)
+		return ctrl.Result{}, fmt.Errorf("follow backup %s on %s: %w", key, status.Member, err)
 	case failed != "":
-		return c.fail(ctx, cached, status, failed)
+		return ctrl.Result{}, c.fail(ctx, cached, status, failed)
 	case st == nil:
-		c.worker.Queue.AddAfter(key, pollInterval)
-		return nil
+		return ctrl.After(pollInterval), nil
 	}
 	status.Phase = v1alpha1.JobComplete
 	status.SizeBytes, status.SHA256, status.GTIDPosition, status.Location = st.Size, st.SHA256, st.GTID, st.Location
@@ -271,7 +269,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	setComplete(status, cached.Generation, metav1.ConditionTrue, v1alpha1.ReasonCompleted, msg)
 	c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupCompleted, msg)
 	c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, key)
-	return c.writeStatus(ctx, cached, status)
+	return ctrl.Result{}, c.writeStatus(ctx, cached, status)
 }
 
 func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLBackup, status *v1alpha1.MySQLBackupStatus, msg string) error {
@@ -296,7 +294,7 @@ func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLBackup, 
 // finalize deletes the stored object of a backup with deletionPolicy Delete, then releases
 // the finalizer. A backup that never stored anything has nothing to delete.
 func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup) error {
-	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerBackup) {
+	if !objects.HasFinalizer(cached, v1alpha1.FinalizerBackup) {
 		return nil
 	}
 	if cached.Status.Phase == v1alpha1.JobComplete || cached.Status.Phase == v1alpha1.JobRunning {
@@ -313,7 +311,7 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupDeleted, "Deleted %s (deletionPolicy Delete)", cached.Status.Location)
 	}
-	return sqlobject.RemoveFinalizer(ctx, cached, v1alpha1.FinalizerBackup, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).Update)
+	return objects.RemoveFinalizers(ctx, cached, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).Update, v1alpha1.FinalizerBackup)
 }
 
 // poll asks the agent about backup id. It returns the finished state; or failed, the reason
@@ -409,11 +407,11 @@ func ObjectName(b *v1alpha1.MySQLBackup) string {
 // setComplete sets the Complete condition and reports whether its status or reason changed.
 func setComplete(st *v1alpha1.MySQLBackupStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {
 	st.ObservedGeneration = gen
-	return sqlobject.SetComplete(&st.Conditions, gen, status, reason, msg)
+	return objects.SetComplete(&st.Conditions, gen, status, reason, msg)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackup, st *v1alpha1.MySQLBackupStatus) error {
-	return sqlobject.WriteStatus(ctx, cached, st, backupStatus, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
+	return objects.WriteStatus(ctx, cached, st, backupStatus, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).UpdateStatus)
 }
 
 func backupStatus(b *v1alpha1.MySQLBackup) *v1alpha1.MySQLBackupStatus { return &b.Status }

@@ -25,7 +25,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
@@ -44,7 +45,7 @@ type Controller struct {
 	schedules listers.MySQLBackupScheduleLister
 	backups   cache.Indexer
 	recorder  record.EventRecorder
-	worker    sqlobject.Worker
+	loop      *ctrl.Loop
 	now       func() time.Time
 }
 
@@ -74,9 +75,9 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 		recorder:  recorder,
 		now:       time.Now,
 	}
-	c.worker = sqlobject.Worker{Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
-		Synced: []cache.InformerSynced{schedInf.HasSynced, backupInf.HasSynced}}
-	if err := schedInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+	c.loop = ctrl.New(Name, "mysqlbackupschedule", c.Sync)
+	c.loop.WaitFor(schedInf.HasSynced, backupInf.HasSynced)
+	if err := schedInf.AddEventHandler(c.loop.ObjectHandler()); err != nil {
 		return nil, fmt.Errorf("watch schedules: %w", err)
 	}
 	// A backup that finishes, appears or goes can change Active, retention or concurrency.
@@ -89,7 +90,7 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 			return
 		}
 		for _, s := range c.schedulesOf(b) {
-			sqlobject.Enqueue(c.worker.Queue, s)
+			c.loop.Enqueue(s)
 		}
 	}
 	if err := backupInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -122,7 +123,7 @@ func (c *Controller) schedulesOf(b *v1alpha1.MySQLBackup) []*v1alpha1.MySQLBacku
 }
 
 // Run runs workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
+func (c *Controller) Run(ctx context.Context, workers int) error { return c.loop.Run(ctx, workers) }
 
 // scheduleLabel is a schedule's name as a label value (at most 63 characters).
 func scheduleLabel(name string) string {
@@ -150,13 +151,14 @@ func parse(spec *v1alpha1.MySQLBackupScheduleSpec) (cron.Schedule, error) {
 	return s, nil
 }
 
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+// Sync reconciles the MySQLBackupSchedule key: prunes, creates the backup due, and requeues at the next due time.
+func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	cached, err := c.schedules.MySQLBackupSchedules(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) || (err == nil && cached.DeletionTimestamp != nil) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get schedule %s: %w", key, err)
+		return ctrl.Result{}, fmt.Errorf("get schedule %s: %w", key, err)
 	}
 	status := cached.Status.DeepCopy()
 	status.ObservedGeneration = cached.Generation
@@ -166,11 +168,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 		if setReady(status, cached.Generation, false, v1alpha1.ReasonInvalidSchedule, err.Error()) {
 			c.recorder.Event(cached, corev1.EventTypeWarning, events.InvalidSpec, err.Error())
 		}
-		return c.writeStatus(ctx, cached, status)
+		return ctrl.Result{}, c.writeStatus(ctx, cached, status)
 	}
 	objs, err := c.backups.ByIndex(bySchedule, key.Namespace+"/"+scheduleLabel(key.Name))
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	var backups []*v1alpha1.MySQLBackup
 	for _, o := range objs {
@@ -187,13 +189,13 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	client := c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace)
 	for _, name := range p.Prune {
 		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("prune backup %s: %w", name, err)
+			return ctrl.Result{}, fmt.Errorf("prune backup %s: %w", name, err)
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupPruned, "Deleted backup %s: retention no longer keeps it", name)
 	}
 	for _, name := range p.Replace {
 		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("replace backup %s: %w", name, err)
+			return ctrl.Result{}, fmt.Errorf("replace backup %s: %w", name, err)
 		}
 	}
 	switch {
@@ -203,7 +205,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	case !p.Due.IsZero():
 		name, err := c.create(ctx, cached, p.Due)
 		if err != nil {
-			return err
+			return ctrl.Result{}, err
 		}
 		status.LastScheduleTime = &metav1.Time{Time: p.Due}
 		status.Active = append(status.Active, name)
@@ -214,10 +216,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	} else {
 		setReady(status, cached.Generation, true, v1alpha1.ReasonScheduled, "Next backup at "+p.Next.UTC().Format(time.RFC3339))
 	}
+	var res ctrl.Result
 	if !p.Next.IsZero() {
-		c.worker.Queue.AddAfter(key, p.Next.Sub(now)+100*time.Millisecond)
+		// Just past the due time, so that the next Sync finds the backup due.
+		res = ctrl.After(p.Next.Sub(now) + 100*time.Millisecond)
 	}
-	return c.writeStatus(ctx, cached, status)
+	return res, c.writeStatus(ctx, cached, status)
 }
 
 // create makes the backup due at t. Its name is derived from t, so a retry after a crash
@@ -245,10 +249,10 @@ func (c *Controller) create(ctx context.Context, s *v1alpha1.MySQLBackupSchedule
 }
 
 func setReady(st *v1alpha1.MySQLBackupScheduleStatus, gen int64, ok bool, reason, msg string) bool {
-	return sqlobject.SetReady(&st.Conditions, gen, ok, reason, msg)
+	return objects.SetReady(&st.Conditions, gen, ok, reason, msg)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackupSchedule, st *v1alpha1.MySQLBackupScheduleStatus) error {
-	return sqlobject.WriteStatus(ctx, cached, st, func(s *v1alpha1.MySQLBackupSchedule) *v1alpha1.MySQLBackupScheduleStatus { return &s.Status },
+	return objects.WriteStatus(ctx, cached, st, func(s *v1alpha1.MySQLBackupSchedule) *v1alpha1.MySQLBackupScheduleStatus { return &s.Status },
 		c.mysql.MysqlopV1alpha1().MySQLBackupSchedules(cached.Namespace).UpdateStatus)
 }

@@ -204,7 +204,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		// statusRefreshRounds rounds, not every round, to keep status writes bounded.
 		if rounds++; changed || rounds >= statusRefreshRounds {
 			rounds = 0
-			c.queue.Add(r.key)
+			c.loop.Add(r.key)
 		}
 		if !sleep(ctx, ticker.C) {
 			return

@@ -3,9 +3,9 @@
 // keeps them in step with the spec, restarts members one at a time when the pod template
 // changes, moves running pods to a new agent image in place, and writes the cluster's status.
 //
-// The controller follows sample-controller's worker loop: a typed rate-limited queue of
-// cluster keys, Forget on success, AddRateLimited on error, and nil (no retry) for objects that
-// are gone and for permanent user errors, which get a condition and an event instead. Reads come
+// The controller runs on the shared runtime (pkg/controllers/internal/ctrl): a rate-limited
+// queue of cluster keys, Forget on success, AddRateLimited on error, and nil (no retry) for
+// objects that are gone and for permanent user errors, which get a condition and an event. Reads come
 // from informer caches and are never modified in place; decisions are pure functions in
 // decide.go.
 package cluster
@@ -19,8 +19,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -29,16 +27,14 @@ import (
 	policylisters "k8s.io/client-go/listers/policy/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
-	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/networkpolicy"
 )
@@ -91,9 +87,8 @@ type Controller struct {
 	// netpols is nil unless cfg.NetworkPolicy is set (no watch, and no RBAC, needed then).
 	netpols networkinglisters.NetworkPolicyLister
 	pods    corelisters.PodLister
-	synced  []cache.InformerSynced
 
-	queue    workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	loop     *ctrl.Loop
 	recorder record.EventRecorder
 	cfg      Config
 	// rand is the source of generated passwords: crypto/rand outside tests.
@@ -157,21 +152,19 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		secrets:      corelisters.NewSecretLister(kinds["secrets"].Indexer()),
 		pdbs:         policylisters.NewPodDisruptionBudgetLister(kinds["pdbs"].Indexer()),
 		pods:         corelisters.NewPodLister(kinds["pods"].Indexer()),
-		synced:       []cache.InformerSynced{clusterInf.HasSynced, restoreInf.HasSynced},
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: Name}),
-		recorder: recorder,
-		cfg:      cfg,
-		rand:     rand.Reader,
+		recorder:     recorder,
+		cfg:          cfg,
+		rand:         rand.Reader,
 	}
+	c.loop = ctrl.New(Name, "mysqlcluster", c.Sync)
+	c.loop.WaitFor(clusterInf.HasSynced, restoreInf.HasSynced)
 	if inf, ok := kinds["networkpolicies"]; ok {
 		c.netpols = networkinglisters.NewNetworkPolicyLister(inf.Indexer())
 	}
 	if err := clusterInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueue,
-		UpdateFunc: func(_, obj any) { c.enqueue(obj) },
-		DeleteFunc: c.enqueue,
+		AddFunc:    c.loop.Enqueue,
+		UpdateFunc: func(_, obj any) { c.loop.Enqueue(obj) },
+		DeleteFunc: c.loop.Enqueue,
 	}); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
@@ -180,7 +173,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 			obj = t.Obj
 		}
 		if r, ok := obj.(*v1alpha1.MySQLRestore); ok {
-			c.queue.Add(cache.ObjectName{Namespace: r.Namespace, Name: r.Spec.ClusterRef.Name})
+			c.loop.Add(cache.ObjectName{Namespace: r.Namespace, Name: r.Spec.ClusterRef.Name})
 		}
 	}
 	if err := restoreInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -207,7 +200,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		}); err != nil {
 			return nil, fmt.Errorf("watch %s: %w", kind, err)
 		}
-		c.synced = append(c.synced, inf.HasSynced)
+		c.loop.WaitFor(inf.HasSynced)
 	}
 	return c, nil
 }
@@ -217,16 +210,6 @@ func resourceVersion(obj any) string {
 		return o.GetResourceVersion()
 	}
 	return ""
-}
-
-// enqueue adds the key of a MySQLCluster (or its tombstone) to the queue.
-func (c *Controller) enqueue(obj any) {
-	key, err := cache.DeletionHandlingObjectToName(obj)
-	if err != nil {
-		utilruntime.HandleError(err)
-		return
-	}
-	c.queue.Add(key)
 }
 
 // handleChild enqueues the cluster a child belongs to: its controller owner, or for pods
@@ -248,47 +231,8 @@ func (c *Controller) handleChild(obj any) {
 	if name == "" {
 		return
 	}
-	c.queue.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: name})
+	c.loop.Add(cache.ObjectName{Namespace: o.GetNamespace(), Name: name})
 }
 
-// Run waits for the caches, runs workers until ctx is done, then drains the queue.
-func (c *Controller) Run(ctx context.Context, workers int) error {
-	defer utilruntime.HandleCrash()
-	defer c.queue.ShutDown()
-	logger := klog.FromContext(ctx).WithValues("controller", Name)
-	logger.Info("Waiting for informer caches to sync")
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("%s controller: caches did not sync", Name)
-	}
-	logger.Info("Starting workers", "count", workers)
-	for range workers {
-		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
-	}
-	<-ctx.Done()
-	logger.Info("Shutting down workers")
-	return nil
-}
-
-func (c *Controller) runWorker(ctx context.Context) {
-	for c.processNextItem(ctx) {
-	}
-}
-
-func (c *Controller) processNextItem(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-
-	start := time.Now()
-	err := c.sync(klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", Name, "cluster", key)), key)
-	metrics.ObserveReconcile(Name, time.Since(start), err)
-	if err == nil {
-		c.queue.Forget(key)
-		return true
-	}
-	utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed, will retry", "cluster", key)
-	c.queue.AddRateLimited(key)
-	return true
-}
+// Run runs workers until ctx is done.
+func (c *Controller) Run(ctx context.Context, workers int) error { return c.loop.Run(ctx, workers) }

@@ -90,7 +90,7 @@ func startFixture(t *testing.T, cfg Config, kube *kubefake.Clientset, mysql *mys
 
 func (f *fixture) sync() {
 	f.t.Helper()
-	if err := f.ctrl.sync(context.Background(), key); err != nil {
+	if _, err := f.ctrl.Sync(context.Background(), key); err != nil {
 		f.t.Fatalf("sync: %v", err)
 	}
 }
@@ -695,11 +695,10 @@ func TestHandleChildEnqueuesOwner(t *testing.T) {
 	for _, o := range []any{svc, p, cache.DeletedFinalStateUnknown{Key: "ns/db-0", Obj: p}, stray} {
 		f.ctrl.handleChild(o)
 	}
-	if n := f.ctrl.queue.Len(); n != 1 {
+	if n := f.ctrl.loop.Len(); n != 1 {
 		t.Errorf("queue length %d, want the one cluster key", n)
 	}
-	k, _ := f.ctrl.queue.Get()
-	if k != key {
+	if k := f.ctrl.loop.Pop(); k != key {
 		t.Errorf("queued %v", k)
 	}
 }

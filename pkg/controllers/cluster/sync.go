@@ -21,6 +21,8 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
@@ -33,23 +35,23 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/version"
 )
 
-// sync reconciles one MySQLCluster. A nil return means "done until something changes"; an
+// Sync reconciles one MySQLCluster. A nil return means "done until something changes"; an
 // error means "retry with backoff" and is only returned for transient failures.
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	logger := klog.FromContext(ctx)
 	cached, err := c.clusters.MySQLClusters(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("Cluster no longer exists")
 		c.stopRunner(key)
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get cluster %s: %w", key, err)
+		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
 	}
 	if cached.DeletionTimestamp != nil {
 		// Children carry owner references; the garbage collector removes them.
 		c.stopRunner(key)
-		return nil
+		return ctrl.Result{}, nil
 	}
 
 	cluster := cached.DeepCopy()
@@ -61,12 +63,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 			c.recorder.Event(cached, corev1.EventTypeWarning, events.InvalidSpec, msg)
 		}
 		// No retry: the next edit of the spec brings the cluster back to the queue.
-		return c.writeStatus(ctx, cached, st)
+		return ctrl.Result{}, c.writeStatus(ctx, cached, st)
 	}
 
 	latest, err := c.stampOperatorVersion(ctx, cached)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 
 	var deployed string
@@ -88,12 +90,12 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	childError := refusedChildren(syncErr)
 	desiredSTS := children.statefulSet
 	if desiredSTS == nil {
-		return syncErr
+		return ctrl.Result{}, syncErr
 	}
 
 	pods, err := c.pods.Pods(cluster.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(cluster)))
 	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
+		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
 	}
 	plan := planPods(&desiredSTS.Spec.Template, c.cfg.Images.Agent, pods, resources.StatefulSetName(cluster),
 		cluster.Spec.Members, templateObserved(children.current, desiredSTS))
@@ -122,9 +124,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	})
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
-		return errors.Join(syncErr, err)
+		return ctrl.Result{}, errors.Join(syncErr, err)
 	}
-	return syncErr
+	return ctrl.Result{}, syncErr
 }
 
 // refusedChildren returns the text of the errors in err that a retry cannot fix: the API server
@@ -201,8 +203,8 @@ func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) 
 	if f = decideFence(cluster, live); !f.Stale {
 		return f, nil
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationRestore: nil}}})
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch(ctx, cluster.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	lift := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationRestore: nil}}
+	if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, lift); err != nil {
 		return f, fmt.Errorf("lift the fence of restore %s: %w", name, err)
 	}
 	c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.WritesResumed, "MySQLRestore %s is not running: writes resume", name)
@@ -353,18 +355,17 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 
 	var errs []error
 	for name, role := range planRoles(pods, setName, cluster.Spec.Members, d) {
-		var value any = role
-		if role == "" {
-			value = nil // removes the label
+		label := objects.Metadata{Labels: map[string]*string{v1alpha1.LabelRole: nil}} // "" removes the label
+		if role != "" {
+			label.Labels[v1alpha1.LabelRole] = objects.Value(role)
 		}
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{v1alpha1.LabelRole: value}}})
-		if _, err := c.kube.CoreV1().Pods(cluster.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if _, err := objects.PatchMetadata(ctx, c.kube.CoreV1().Pods(cluster.Namespace).Patch, name, label); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("label pod %s as %q: %w", name, role, err))
 		}
 	}
 	if requested != "" && roleOf(d, resources.Ordinal(setName, requested)) == v1alpha1.RolePrimary {
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{v1alpha1.AnnotationSwitchoverTo: nil}}})
-		if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch(ctx, cluster.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationSwitchoverTo: nil}}
+		if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, clear); err != nil {
 			errs = append(errs, fmt.Errorf("clear switchover request: %w", err))
 		}
 	}
@@ -456,11 +457,8 @@ func (c *Controller) stampOperatorVersion(ctx context.Context, cached *v1alpha1.
 	if cached.Labels[v1alpha1.LabelOperatorVersion] == want {
 		return cached, nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{v1alpha1.LabelOperatorVersion: want}}})
-	if err != nil {
-		return nil, fmt.Errorf("encode label patch: %w", err)
-	}
-	updated, err := c.mysql.MysqlopV1alpha1().MySQLClusters(cached.Namespace).Patch(ctx, cached.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	stamp := objects.Metadata{Labels: map[string]*string{v1alpha1.LabelOperatorVersion: &want}}
+	updated, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cached.Namespace).Patch, cached.Name, stamp)
 	if err != nil {
 		return nil, fmt.Errorf("label cluster with operator version: %w", err)
 	}

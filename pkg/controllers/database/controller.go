@@ -16,6 +16,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
@@ -38,7 +40,7 @@ type Controller struct {
 	index     cache.Indexer
 	connector *sqlobject.Connector
 	recorder  record.EventRecorder
-	worker    sqlobject.Worker
+	loop      *ctrl.Loop
 }
 
 // New registers the controller's informers and index with set and returns the controller.
@@ -46,8 +48,8 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	dbInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLDatabases().Informer()
 	})
-	clusterInf, secretInf := sqlobject.ClusterCaches(set)
-	if err := sqlobject.AddIndex(dbInf, byCluster, func(obj any) (string, string) {
+	clusterInf, secretInf := ctrl.ClusterCaches(set)
+	if err := ctrl.AddIndex(dbInf, byCluster, func(obj any) (string, string) {
 		d := obj.(*v1alpha1.MySQLDatabase)
 		return d.Namespace, d.Spec.ClusterRef.Name
 	}); err != nil {
@@ -67,14 +69,12 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 		},
 		recorder: recorder,
 	}
-	c.worker = sqlobject.Worker{
-		Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
-		Synced: []cache.InformerSynced{dbInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced},
-	}
-	if err := dbInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+	c.loop = ctrl.New(Name, "mysqldatabase", c.Sync)
+	c.loop.WaitFor(dbInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced)
+	if err := dbInf.AddEventHandler(c.loop.ObjectHandler()); err != nil {
 		return nil, fmt.Errorf("watch databases: %w", err)
 	}
-	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster))); err != nil {
+	if err := clusterInf.AddEventHandler(ctrl.ClusterHandler(c.loop.EnqueueIndexed(c.index, byCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
@@ -99,38 +99,39 @@ func (c *Controller) schemaOwner(d *v1alpha1.MySQLDatabase) string {
 }
 
 // Run runs workers until ctx is done.
-func (c *Controller) Run(ctx context.Context, workers int) error { return c.worker.Run(ctx, workers) }
+func (c *Controller) Run(ctx context.Context, workers int) error { return c.loop.Run(ctx, workers) }
 
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+// Sync reconciles the MySQLDatabase key.
+func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	cached, err := c.databases.MySQLDatabases(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get database %s: %w", key, err)
+		return ctrl.Result{}, fmt.Errorf("get database %s: %w", key, err)
 	}
 	d := cached.DeepCopy()
 	v1alpha1.SetDatabaseDefaults(d)
 	if d.DeletionTimestamp != nil {
-		return c.finalize(ctx, cached, d)
+		return ctrl.Result{}, c.finalize(ctx, cached, d)
 	}
 	if errs := v1alpha1.ValidateDatabase(d); len(errs) > 0 {
-		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
 	}
 	if owner := c.schemaOwner(d); owner != d.Name {
 		// Two objects managing one schema would undo each other, and either could drop it.
-		return c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), events.InvalidSpec)
 	}
-	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update); err != nil {
-		return err
+	if cached, err = objects.AddFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update); err != nil {
+		return ctrl.Result{}, err
 	}
 	in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 	if nr, ok := sqlobject.IsNotReady(err); ok {
-		return c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
+		return ctrl.Result{}, c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
 	}
 	if err != nil {
 		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), "")
-		return err
+		return ctrl.Result{}, err
 	}
 	defer in.DB.Close()
 
@@ -139,36 +140,36 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	have, err := in.Schema(ctx, name)
 	if err != nil {
 		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
-		return err
+		return ctrl.Result{}, err
 	}
 	created := createdSchema(cached.Status, name)
 	switch {
 	case have != nil && !created && !d.Spec.AdoptExisting:
-		return c.notReady(ctx, cached, v1alpha1.ReasonSchemaExists, fmt.Sprintf("Database %s exists and this MySQLDatabase did not create it: it is left alone "+
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonSchemaExists, fmt.Sprintf("Database %s exists and this MySQLDatabase did not create it: it is left alone "+
 			"(spec.adoptExisting manages it, and never drops it)", name), events.InvalidSpec)
 	case have == nil && cached.Status.Schema != name:
 		// Recorded before CREATE DATABASE: were the status write after it lost, the schema
 		// would look like someone else's, and never be dropped.
 		st := cached.Status.DeepCopy()
 		st.Schema, st.Adopted = name, false
-		if cached, err = sqlobject.UpdateStatus(ctx, cached, st, databaseStatus, c.mysql.MysqlopV1alpha1().MySQLDatabases(cached.Namespace).UpdateStatus); err != nil {
-			return err
+		if cached, err = objects.UpdateStatus(ctx, cached, st, databaseStatus, c.mysql.MysqlopV1alpha1().MySQLDatabases(cached.Namespace).UpdateStatus); err != nil {
+			return ctrl.Result{}, err
 		}
 		created = true
 	}
 	stmt, reason, err := plan(name, want, have)
 	if err != nil {
-		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
 	}
 	if err := in.Exec(ctx, stmt); err != nil {
 		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
-		return fmt.Errorf("reconcile database %s: %w", name, err)
+		return ctrl.Result{}, fmt.Errorf("reconcile database %s: %w", name, err)
 	}
 	if reason != "" {
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, reason, "%s database %s", map[string]string{events.DatabaseCreated: "Created", events.DatabaseUpdated: "Altered"}[reason], name)
 		klog.FromContext(ctx).Info("Reconciled database", "database", klog.KObj(cached), "change", reason)
 		if have, err = in.Schema(ctx, name); err != nil || have == nil {
-			return fmt.Errorf("read database %s after %s: %w", name, reason, err)
+			return ctrl.Result{}, fmt.Errorf("read database %s after %s: %w", name, reason, err)
 		}
 	}
 	st := cached.Status.DeepCopy()
@@ -179,8 +180,8 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	} else {
 		st.Adopted = true
 	}
-	sqlobject.SetReady(&st.Conditions, cached.Generation, true, v1alpha1.ReasonReconciled, fmt.Sprintf("Database %s matches the spec", name))
-	return c.writeStatus(ctx, cached, st)
+	objects.SetReady(&st.Conditions, cached.Generation, true, v1alpha1.ReasonReconciled, fmt.Sprintf("Database %s matches the spec", name))
+	return ctrl.Result{}, c.writeStatus(ctx, cached, st)
 }
 
 // plan decides the one statement (if any) that makes the schema match: have is nil when
@@ -200,7 +201,7 @@ func plan(name string, want mysql.Schema, have *mysql.Schema) (mysql.Statement, 
 // finalize drops the schema of a deleted MySQLDatabase only under deletionPolicy Delete,
 // then releases the finalizer. A cluster that is gone never blocks the deletion.
 func (c *Controller) finalize(ctx context.Context, cached, d *v1alpha1.MySQLDatabase) error {
-	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerDatabase) {
+	if !objects.HasFinalizer(cached, v1alpha1.FinalizerDatabase) {
 		return nil
 	}
 	gone, err := c.connector.Gone(d.Namespace, d.Spec.ClusterRef.Name)
@@ -231,13 +232,13 @@ func (c *Controller) finalize(ctx context.Context, cached, d *v1alpha1.MySQLData
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.DatabaseDropped, "Dropped database %s (deletionPolicy Delete)", d.Spec.Name)
 	}
-	return sqlobject.RemoveFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).Update)
+	return objects.RemoveFinalizers(ctx, cached, c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).Update, v1alpha1.FinalizerDatabase)
 }
 
 // notReady records a Ready=False condition, with a Warning event on a change of reason.
 func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLDatabase, reason, message, eventReason string) error {
 	st := cached.Status.DeepCopy()
-	if sqlobject.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
+	if objects.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
 		c.recorder.Event(cached, corev1.EventTypeWarning, eventReason, message)
 	}
 	st.ObservedGeneration = cached.Generation
@@ -246,6 +247,6 @@ func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLDatabas
 
 // writeStatus writes st through the status subresource unless it equals the cached status.
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLDatabase, st *v1alpha1.MySQLDatabaseStatus) error {
-	return sqlobject.WriteStatus(ctx, cached, st, databaseStatus,
+	return objects.WriteStatus(ctx, cached, st, databaseStatus,
 		c.mysql.MysqlopV1alpha1().MySQLDatabases(cached.Namespace).UpdateStatus)
 }

@@ -21,6 +21,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/sqlobject"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
@@ -49,7 +51,7 @@ type Controller struct {
 	connector *sqlobject.Connector
 	secrets   *secretwatch.Watcher
 	recorder  record.EventRecorder
-	worker    sqlobject.Worker
+	loop      *ctrl.Loop
 }
 
 // New registers the controller's informers and indexes with set and returns the controller.
@@ -57,14 +59,14 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	userInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLUsers().Informer()
 	})
-	clusterInf, secretInf := sqlobject.ClusterCaches(set)
-	if err := sqlobject.AddIndex(userInf, bySecret, func(obj any) (string, string) {
+	clusterInf, secretInf := ctrl.ClusterCaches(set)
+	if err := ctrl.AddIndex(userInf, bySecret, func(obj any) (string, string) {
 		u := obj.(*v1alpha1.MySQLUser)
 		return u.Namespace, u.Spec.PasswordSecretRef.Name
 	}); err != nil {
 		return nil, err
 	}
-	if err := sqlobject.AddIndex(userInf, byCluster, func(obj any) (string, string) {
+	if err := ctrl.AddIndex(userInf, byCluster, func(obj any) (string, string) {
 		u := obj.(*v1alpha1.MySQLUser)
 		return u.Namespace, u.Spec.ClusterRef.Name
 	}); err != nil {
@@ -84,14 +86,12 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		},
 		recorder: recorder,
 	}
-	c.worker = sqlobject.Worker{
-		Name: Name, Queue: sqlobject.NewQueue(Name), Sync: c.sync,
-		Synced: []cache.InformerSynced{userInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced},
-	}
-	bySecretRef := sqlobject.EnqueueIndexed(c.worker.Queue, c.index, bySecret)
+	c.loop = ctrl.New(Name, "mysqluser", c.Sync)
+	c.loop.WaitFor(userInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced)
+	bySecretRef := c.loop.EnqueueIndexed(c.index, bySecret)
 	c.secrets = secretwatch.New(kube, func(s cache.ObjectName) { bySecretRef(s.String()) })
 	// A deleted user frees its account for another MySQLUser naming it.
-	siblings := sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster)
+	siblings := c.loop.EnqueueIndexed(c.index, byCluster)
 	if err := userInf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = t.Obj
@@ -102,10 +102,10 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	}}); err != nil {
 		return nil, fmt.Errorf("watch users: %w", err)
 	}
-	if err := userInf.AddEventHandler(sqlobject.ObjectHandler(c.worker.Queue)); err != nil {
+	if err := userInf.AddEventHandler(c.loop.ObjectHandler()); err != nil {
 		return nil, fmt.Errorf("watch users: %w", err)
 	}
-	if err := clusterInf.AddEventHandler(sqlobject.ClusterHandler(sqlobject.EnqueueIndexed(c.worker.Queue, c.index, byCluster))); err != nil {
+	if err := clusterInf.AddEventHandler(ctrl.ClusterHandler(c.loop.EnqueueIndexed(c.index, byCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
@@ -132,35 +132,35 @@ func (c *Controller) accountOwner(u *v1alpha1.MySQLUser) string {
 // Run watches referenced Secrets and runs workers until ctx is done.
 func (c *Controller) Run(ctx context.Context, workers int) error {
 	c.secrets.Start(ctx.Done())
-	return c.worker.Run(ctx, workers)
+	return c.loop.Run(ctx, workers)
 }
 
-// sync reconciles one MySQLUser. Waiting states (no Secret, no cluster, no primary) return
+// Sync reconciles one MySQLUser. Waiting states (no Secret, no cluster, no primary) return
 // nil after a condition: the watches bring the user back when they change.
-func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
+func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	cached, err := c.users.MySQLUsers(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.secrets.Forget(key.String())
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if err != nil {
-		return fmt.Errorf("get user %s: %w", key, err)
+		return ctrl.Result{}, fmt.Errorf("get user %s: %w", key, err)
 	}
 	u := cached.DeepCopy()
 	v1alpha1.SetUserDefaults(u)
 	if u.DeletionTimestamp != nil {
-		return c.finalize(ctx, cached, u)
+		return ctrl.Result{}, c.finalize(ctx, cached, u)
 	}
 	if errs := v1alpha1.ValidateUser(u); len(errs) > 0 {
-		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
 	}
 	if owner := c.accountOwner(u); owner != u.Name {
 		// The older MySQLUser owns the account: two objects setting one account's password and
 		// grants would undo each other. Nothing is changed; deleting the owner frees it.
-		return c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), events.InvalidSpec)
 	}
-	if cached, err = sqlobject.AddFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update); err != nil {
-		return err
+	if cached, err = objects.AddFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update); err != nil {
+		return ctrl.Result{}, err
 	}
 
 	ref := u.Spec.PasswordSecretRef
@@ -168,23 +168,23 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	c.secrets.Reference(key.String(), secretKey)
 	sec, found, err := c.secrets.Get(ctx, secretKey)
 	if err != nil {
-		return err
+		return ctrl.Result{}, err
 	}
 	if !found {
-		return c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s not found: the account is not created or changed until it exists", ref.Name), events.SecretNotFound)
+		return ctrl.Result{}, c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s not found: the account is not created or changed until it exists", ref.Name), events.SecretNotFound)
 	}
 	password := sec.Data[ref.Key]
 	if len(password) == 0 {
-		return c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s has no key %q, or it is empty", ref.Name, ref.Key), events.SecretNotFound)
+		return ctrl.Result{}, c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s has no key %q, or it is empty", ref.Name, ref.Key), events.SecretNotFound)
 	}
 
 	in, err := c.connector.Primary(ctx, u.Namespace, u.Spec.ClusterRef.Name)
 	if nr, ok := sqlobject.IsNotReady(err); ok {
-		return c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
+		return ctrl.Result{}, c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
 	}
 	if err != nil {
 		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), "")
-		return err
+		return ctrl.Result{}, err
 	}
 	defer in.DB.Close()
 
@@ -192,24 +192,24 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	state, err := in.Account(ctx, a)
 	if err != nil {
 		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
-		return err
+		return ctrl.Result{}, err
 	}
 	switch {
 	case state != nil && !ownsAccount(cached.Status, a) && !u.Spec.AdoptExisting:
-		return c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists and this MySQLUser did not create it: it is left alone "+
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists and this MySQLUser did not create it: it is left alone "+
 			"(spec.adoptExisting takes it over: its password and grants then follow the spec)", a), events.InvalidSpec)
 	case state != nil && !ownsAccount(cached.Status, a) && len(state.Unmanaged) > 0:
 		// Adopting would keep grants the spec cannot express (and so cannot bound): a
 		// MySQLUser could take over more than it may hold.
-		return c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists with %s grants the spec cannot express: it is not adopted until they are revoked",
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists with %s grants the spec cannot express: it is not adopted until they are revoked",
 			a, strings.Join(state.Unmanaged, ", ")), events.InvalidSpec)
 	case state == nil && cached.Status.Account != a.String():
 		// Recorded before CREATE USER: were the status write after it lost, the account
 		// would look like someone else's at the next reconcile.
 		st := cached.Status.DeepCopy()
 		st.Account = a.String()
-		if cached, err = sqlobject.UpdateStatus(ctx, cached, st, userStatus, c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus); err != nil {
-			return err
+		if cached, err = objects.UpdateStatus(ctx, cached, st, userStatus, c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	// A new Secret, key or Secret version, or a physical restore that brought back the
@@ -223,11 +223,11 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	rotate := cached.Status.PasswordSecretVersion != version
 	ch, err := plan(in.Flavor, &u.Spec, string(password), state, rotate)
 	if err != nil {
-		return c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
 	}
 	if err := in.Exec(ctx, ch.Statements...); err != nil {
 		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
-		return fmt.Errorf("reconcile account %s: %w", a, err)
+		return ctrl.Result{}, fmt.Errorf("reconcile account %s: %w", a, err)
 	}
 	if ch.Reason != "" {
 		c.recorder.Event(cached, corev1.EventTypeNormal, ch.Reason, ch.Message)
@@ -237,14 +237,14 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) error {
 	st.PasswordSecretVersion = version
 	st.Account = a.String()
 	st.ObservedGeneration = cached.Generation
-	sqlobject.SetReady(&st.Conditions, cached.Generation, true, v1alpha1.ReasonReconciled, fmt.Sprintf("Account %s matches the spec", a))
-	return c.writeStatus(ctx, cached, st)
+	objects.SetReady(&st.Conditions, cached.Generation, true, v1alpha1.ReasonReconciled, fmt.Sprintf("Account %s matches the spec", a))
+	return ctrl.Result{}, c.writeStatus(ctx, cached, st)
 }
 
 // finalize drops the account of a deleted MySQLUser per its deletion policy, then releases
 // the finalizer. A cluster that is gone has nothing to drop and never blocks the deletion.
 func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser) error {
-	if !sqlobject.HasFinalizer(cached, v1alpha1.FinalizerUser) {
+	if !objects.HasFinalizer(cached, v1alpha1.FinalizerUser) {
 		c.secrets.Forget(cache.MetaObjectToName(cached).String())
 		return nil
 	}
@@ -277,7 +277,7 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.UserDropped, "Dropped account %s", a)
 	}
-	if err := sqlobject.RemoveFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).Update); err != nil {
+	if err := objects.RemoveFinalizers(ctx, cached, c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).Update, v1alpha1.FinalizerUser); err != nil {
 		return err
 	}
 	c.secrets.Forget(cache.MetaObjectToName(cached).String())
@@ -288,7 +288,7 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 // Warning event named eventReason when the condition changes (none when empty).
 func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLUser, reason, message, eventReason string) error {
 	st := cached.Status.DeepCopy()
-	if sqlobject.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
+	if objects.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
 		c.recorder.Event(cached, corev1.EventTypeWarning, eventReason, message)
 	}
 	st.ObservedGeneration = cached.Generation
@@ -297,5 +297,5 @@ func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLUser, r
 
 // writeStatus writes st through the status subresource unless it equals the cached status.
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLUser, st *v1alpha1.MySQLUserStatus) error {
-	return sqlobject.WriteStatus(ctx, cached, st, userStatus, c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus)
+	return objects.WriteStatus(ctx, cached, st, userStatus, c.mysql.MysqlopV1alpha1().MySQLUsers(cached.Namespace).UpdateStatus)
 }

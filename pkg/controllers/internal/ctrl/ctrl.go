@@ -76,8 +76,17 @@ func (l *Loop) Enqueue(obj any) {
 	l.queue.Add(key)
 }
 
-// Len is the number of keys waiting (for tests and metrics).
+// Len is the number of keys waiting.
 func (l *Loop) Len() int { return l.queue.Len() }
+
+// Pop takes the next key off the queue without syncing it, for tests of event handlers.
+// It blocks while the queue is empty.
+func (l *Loop) Pop() cache.ObjectName {
+	key, _ := l.queue.Get()
+	l.queue.Done(key)
+	l.queue.Forget(key)
+	return key
+}
 
 // Run waits for the caches, runs workers until ctx is done, then shuts the queue down: keys
 // still queued are dropped (the next leader lists every object again).

@@ -1,7 +1,8 @@
-package sqlobject
+package objects
 
 import (
 	"context"
+	"maps"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,11 +48,42 @@ func TestWriteStatusAndFinalizers(t *testing.T) {
 	if again, err := AddFinalizer(ctx, got, v1alpha1.FinalizerUser, users.Update); err != nil || again != got || writes() != 2 {
 		t.Fatalf("second AddFinalizer wrote: %v, %d writes", err, writes())
 	}
-	if err := RemoveFinalizer(ctx, got, v1alpha1.FinalizerUser, users.Update); err != nil {
+	if err := RemoveFinalizers(ctx, got, users.Update, v1alpha1.FinalizerUser); err != nil {
 		t.Fatal(err)
 	}
 	last := client.Actions()[len(client.Actions())-1].(k8stesting.UpdateAction).GetObject().(*v1alpha1.MySQLUser)
 	if HasFinalizer(last, v1alpha1.FinalizerUser) || !HasFinalizer(got, v1alpha1.FinalizerUser) {
-		t.Fatalf("RemoveFinalizer sent %v", last.Finalizers)
+		t.Fatalf("RemoveFinalizers sent %v", last.Finalizers)
+	}
+	n := writes()
+	if err := RemoveFinalizers(ctx, u, users.Update, v1alpha1.FinalizerUser, "other"); err != nil || writes() != n {
+		t.Fatalf("RemoveFinalizers of finalizers the object lacks wrote: %v, %d writes", err, writes()-n)
+	}
+}
+
+// PatchMetadata sets and removes keys and leaves the others alone.
+func TestPatchMetadata(t *testing.T) {
+	c := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db",
+		Labels: map[string]string{"keep": "1", "drop": "1"}, Annotations: map[string]string{"a": "old"}}}
+	client := fake.NewSimpleClientset(c)
+	got, err := PatchMetadata(context.Background(), client.MysqlopV1alpha1().MySQLClusters("ns").Patch, "db", Metadata{
+		Labels:      map[string]*string{"drop": nil, "new": Value("2")},
+		Annotations: map[string]*string{"a": Value("new")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"keep": "1", "new": "2"}; !maps.Equal(got.Labels, want) {
+		t.Errorf("labels %v, want %v", got.Labels, want)
+	}
+	if got.Annotations["a"] != "new" {
+		t.Errorf("annotations %v", got.Annotations)
+	}
+	if _, err := PatchMetadata(context.Background(), client.MysqlopV1alpha1().MySQLClusters("ns").Patch, "gone", Metadata{
+		Labels: map[string]*string{"x": nil}}); err == nil {
+		t.Error("patching a missing object succeeded")
+	}
+	if !(Metadata{}).IsEmpty() || (Metadata{Annotations: map[string]*string{"a": nil}}).IsEmpty() {
+		t.Error("IsEmpty")
 	}
 }

@@ -1,4 +1,4 @@
-package sqlobject
+package ctrl
 
 import (
 	"testing"

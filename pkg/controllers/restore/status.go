@@ -1,0 +1,112 @@
+package restore
+
+// How a restore reports: pending, progress, and the end (completed, failed or aborted).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
+	"github.com/mysqlop/mysql-operator/pkg/events"
+)
+
+// abort fails a restore. For a physical one, every member not yet restarted discards what it
+// staged (committed or not), so that no later restart of its pod puts the restored data in
+// place; whatever a member cannot be reached for is thrown away by its init or the next
+// restore if it was never committed. The message says which members run on restored data.
+func (c *Controller) abort(ctx context.Context, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, why string) error {
+	if cached.Status.Method == v1alpha1.BackupPhysical && cl != nil {
+		for _, m := range cached.Status.Members {
+			if slices.Contains(cached.Status.Restarted, m) {
+				continue
+			}
+			client, err := c.agentOf(cl, m)
+			if err == nil {
+				err = client.DiscardRestore(ctx, string(cached.UID))
+			}
+			if err != nil {
+				klog.FromContext(ctx).Info("Could not discard the staged restore", "restore", klog.KObj(cached), "member", m, "err", err)
+			}
+		}
+		if len(cached.Status.Restarted) == 0 {
+			why += "; every member keeps its data"
+		} else {
+			why += "; " + names(cached.Status.Restarted) + " restarted onto the restored data, the others keep theirs"
+		}
+	}
+	return c.finish(ctx, cached, cl, false, why)
+}
+
+// finish records the outcome and lets writes resume.
+func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, ok bool, msg string) error {
+	status := cached.Status.DeepCopy()
+	now := metav1.NewTime(c.now())
+	status.CompletionTime = &now
+	status.Step = ""
+	if ok {
+		status.Phase = v1alpha1.JobComplete
+		setComplete(status, cached.Generation, metav1.ConditionTrue, v1alpha1.ReasonCompleted, msg)
+		c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreCompleted, msg)
+	} else {
+		status.Phase = v1alpha1.JobFailed
+		setComplete(status, cached.Generation, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
+		c.recorder.Event(cached, corev1.EventTypeWarning, events.RestoreFailed, msg)
+	}
+	klog.FromContext(ctx).Info("Restore finished", "restore", klog.KObj(cached), "phase", status.Phase)
+	updated, err := objects.UpdateStatus(ctx, cached, status, restoreStatus, c.restoreClient(cached).UpdateStatus)
+	if err != nil {
+		return err
+	}
+	if err := c.endFence(ctx, cl, cached, ok); err != nil {
+		return err
+	}
+	return c.release(ctx, updated)
+}
+
+// release removes the finalizer of a finished restore (and the one earlier builds used).
+func (c *Controller) release(ctx context.Context, r *v1alpha1.MySQLRestore) error {
+	return objects.RemoveFinalizers(ctx, r, c.restoreClient(r).Update, v1alpha1.FinalizerRestore, v1alpha1.LegacyFinalizerRestore)
+}
+
+// progress writes a running restore's status (next, or the cached one) with msg.
+func (c *Controller) progress(ctx context.Context, cached *v1alpha1.MySQLRestore, next *v1alpha1.MySQLRestoreStatus, msg string) error {
+	if next == nil {
+		next = cached.Status.DeepCopy()
+	}
+	setComplete(next, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonRunning, msg)
+	return c.writeStatus(ctx, cached, next)
+}
+
+func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLRestore, msg string) error {
+	status := cached.Status.DeepCopy()
+	status.Phase = v1alpha1.JobPending
+	if setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonWaiting, msg) {
+		c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreWaiting, msg)
+	}
+	return c.writeStatus(ctx, cached, status)
+}
+
+func timeout(r *v1alpha1.MySQLRestore) time.Duration {
+	if r.Spec.Timeout != nil && r.Spec.Timeout.Duration > 0 {
+		return r.Spec.Timeout.Duration
+	}
+	return defaultTimeout
+}
+
+// setComplete sets the Complete condition and reports whether it changed.
+func setComplete(st *v1alpha1.MySQLRestoreStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {
+	st.ObservedGeneration = gen
+	return objects.SetComplete(&st.Conditions, gen, status, reason, msg)
+}
+
+func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLRestore, st *v1alpha1.MySQLRestoreStatus) error {
+	return objects.WriteStatus(ctx, cached, st, restoreStatus, c.restoreClient(cached).UpdateStatus)
+}
+
+func restoreStatus(r *v1alpha1.MySQLRestore) *v1alpha1.MySQLRestoreStatus { return &r.Status }
