@@ -44,6 +44,13 @@ verify: ## Fail on stale generated code, CRDs or rendered manifests, a chart hel
 	@out=$$(gofmt -l $$(ls -d cmd pkg test 2>/dev/null)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	$(MAKE) lint
+
+.PHONY: lint
+lint: ## staticcheck (pinned, built from the module proxy) on all but generated code, and the operator's dependency rule: it links none of the agent's server, toolbox or backup tools.
+	hack/build-tools.sh staticcheck
+	_output/bin/staticcheck $$($(GO) list ./... | grep -v /pkg/generated/)
+	hack/verify-deps.sh
 
 .PHONY: deps
 deps: ## Install the Debian packages the tests and the local cluster need (MariaDB, iproute2, util-linux), when missing.
@@ -57,7 +64,8 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 test: test-unit test-integration ## Run the whole test suite (the README's test command): unit, then integration tests.
 
 .PHONY: test-unit
-test-unit: deps tools ## Run the package tests (no control plane; real MariaDB and, for storage, versitygw from _output/bin).
+test-unit: deps ## Run the package tests (no control plane; real MariaDB and, for storage, versitygw from _output/bin, built if missing).
+	hack/build-tools.sh versitygw
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/)
 
 .PHONY: test-integration

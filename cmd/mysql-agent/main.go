@@ -29,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/httpserver"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/toolbox"
@@ -125,12 +126,12 @@ func initCmd(ctx context.Context, args []string) error {
 	peerService := fs.String("peer-service", "", "headless service naming the members: an empty datadir is seeded from a peer's agent when the cluster holds data")
 	agentPort := fs.Int("agent-port", 9080, "port of the peers' agents")
 	agentCert := fs.String("agent-tls-cert-file", "", "the agents' certificate (PEM): peers are called over TLS and must present it; empty calls them over plain HTTP")
-	holdsDataFile := fs.String("holds-data-file", "", "file that exists once the operator recorded that the cluster holds data (default: "+agent.FileHoldsData+" beside --config-template)")
+	holdsDataFile := fs.String("holds-data-file", "", "file that exists once the operator recorded that the cluster holds data (default: "+agentapi.FileHoldsData+" beside --config-template)")
 	_ = fs.Parse(args)
 	if *holdsDataFile == "" {
 		// Beside the template, from the same ConfigMap: no new argument in the pod template,
 		// whose change would restart every member.
-		*holdsDataFile = filepath.Join(filepath.Dir(o.ConfigTemplate), agent.FileHoldsData)
+		*holdsDataFile = filepath.Join(filepath.Dir(o.ConfigTemplate), agentapi.FileHoldsData)
 	}
 	holds, err := agent.ClusterHoldsData(*holdsDataFile)
 	if err != nil {
@@ -151,7 +152,7 @@ func initCmd(ctx context.Context, args []string) error {
 		o.Peers = peers
 	}
 	if *agentCert != "" {
-		tlsConfig, err := agent.ClientTLSFromFile(*agentCert)
+		tlsConfig, err := agentapi.ClientTLSFromFile(*agentCert)
 		if err != nil {
 			return err
 		}
@@ -205,7 +206,7 @@ func serve(ctx context.Context, args []string) error {
 	if *certFile != "" {
 		// The API carries storage credentials and datadir copies: over TLS, with the
 		// cluster's certificate, which the operator and the peers pin.
-		if api.TLSConfig, err = agent.ServerTLS(*certFile, *keyFile); err != nil {
+		if api.TLSConfig, err = agentapi.ServerTLS(*certFile, *keyFile); err != nil {
 			return err
 		}
 	}

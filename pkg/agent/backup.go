@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -36,63 +36,6 @@ type BackupConfig struct {
 	Timeout time.Duration
 }
 
-// BackupRequest is the body of POST /api/v1/backups. The storage credentials travel in it,
-// from the operator (which read them from the user's Secret) to the agent, and are held only
-// for the backup's duration.
-type BackupRequest struct {
-	// ID names the backup (namespace/name of the MySQLBackup and its UID); a second request
-	// with the same ID returns the first one's state.
-	ID string `json:"id"`
-	// Method is logical or physical.
-	Method string `json:"method"`
-	// Object is the object name under the storage prefix.
-	Object  string        `json:"object"`
-	Storage StorageConfig `json:"storage"`
-	// TimeoutSeconds bounds the backup; 0 means the agent's own limit.
-	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
-	// SHA256, for a restore, is the stored object's checksum: the object is read once to
-	// verify it before anything is loaded, so a corrupted backup leaves the server as it was.
-	SHA256 string `json:"sha256,omitempty"`
-}
-
-// StorageConfig is storage.Config as JSON.
-type StorageConfig struct {
-	Endpoint        string `json:"endpoint,omitempty"`
-	Region          string `json:"region,omitempty"`
-	Bucket          string `json:"bucket"`
-	Prefix          string `json:"prefix,omitempty"`
-	ForcePathStyle  bool   `json:"forcePathStyle,omitempty"`
-	AccessKeyID     string `json:"accessKeyId"`
-	SecretAccessKey string `json:"secretAccessKey"`
-	CA              []byte `json:"ca,omitempty"`
-}
-
-// Config converts c.
-func (c StorageConfig) Config() storage.Config {
-	return storage.Config{Endpoint: c.Endpoint, Region: c.Region, Bucket: c.Bucket, Prefix: c.Prefix, ForcePathStyle: c.ForcePathStyle,
-		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey, CA: c.CA}
-}
-
-// Backup phases the agent reports.
-const (
-	BackupRunning  = "Running"
-	BackupComplete = "Complete"
-	BackupFailed   = "Failed"
-)
-
-// BackupState is the answer of GET /api/v1/backups/{id}.
-type BackupState struct {
-	ID             string     `json:"id"`
-	Phase          string     `json:"phase"`
-	Location       string     `json:"location,omitempty"`
-	Size           int64      `json:"size,omitempty"`
-	SHA256         string     `json:"sha256,omitempty"`
-	GTID           string     `json:"gtid,omitempty"`
-	Error          string     `json:"error,omitempty"`
-	StartTime      time.Time  `json:"startTime"`
-	CompletionTime *time.Time `json:"completionTime,omitempty"`
-}
-
 var objectPattern = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,512}$`)
 
 // backups runs one job (a backup or a restore) at a time and remembers the last few.
@@ -102,7 +45,7 @@ type backups struct {
 	// in is the local server, for its version and read-only state (nil in some tests).
 	in   *mysql.Instance
 	mu   sync.Mutex
-	jobs map[string]*BackupState
+	jobs map[string]*agentapi.BackupState
 	// order keeps the IDs oldest first, to forget old jobs.
 	order   []string
 	running string
@@ -116,22 +59,22 @@ func (s *Server) EnableBackups(ctx context.Context, cfg BackupConfig) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 6 * time.Hour
 	}
-	s.backups = &backups{cfg: cfg, ctx: ctx, in: s.in, jobs: map[string]*BackupState{}}
+	s.backups = &backups{cfg: cfg, ctx: ctx, in: s.in, jobs: map[string]*agentapi.BackupState{}}
 }
 
 // start runs work as job id unless a job of that ID exists (its state is returned) or
 // another job runs (409). It returns a copy of the state: the job's goroutine writes the
 // original under b.mu once it ends, which may be before the answer is written.
-func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx context.Context, st *BackupState) error) (BackupState, int, error) {
+func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx context.Context, st *agentapi.BackupState) error) (agentapi.BackupState, int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if st, ok := b.jobs[id]; ok {
 		return *st, http.StatusOK, nil
 	}
 	if err := b.busy(); err != nil {
-		return BackupState{}, http.StatusConflict, err
+		return agentapi.BackupState{}, http.StatusConflict, err
 	}
-	st := &BackupState{ID: id, Phase: BackupRunning, Location: location, StartTime: time.Now().UTC()}
+	st := &agentapi.BackupState{ID: id, Phase: agentapi.BackupRunning, Location: location, StartTime: time.Now().UTC()}
 	b.jobs[id] = st
 	b.order = append(b.order, id)
 	if len(b.order) > 16 {
@@ -153,9 +96,9 @@ func (b *backups) start(id, location string, timeoutSeconds int64, work func(ctx
 		defer b.mu.Unlock()
 		now := time.Now().UTC()
 		result.CompletionTime = &now
-		result.Phase = BackupComplete
+		result.Phase = agentapi.BackupComplete
 		if err != nil {
-			result.Phase, result.Error = BackupFailed, err.Error()
+			result.Phase, result.Error = agentapi.BackupFailed, err.Error()
 		}
 		*st = result
 		b.running, b.cancel = "", nil
@@ -172,8 +115,8 @@ func (b *backups) busy() error {
 }
 
 // backup streams a backup of the server into object of store.
-func (b *backups) backup(req BackupRequest, store *storage.Store) func(context.Context, *BackupState) error {
-	return func(ctx context.Context, st *BackupState) error {
+func (b *backups) backup(req agentapi.BackupRequest, store *storage.Store) func(context.Context, *agentapi.BackupState) error {
+	return func(ctx context.Context, st *agentapi.BackupState) error {
 		res, err := executor.Run(ctx, executor.Request{
 			Flavor: b.cfg.Flavor, Method: req.Method, Socket: b.cfg.Socket, DataDir: b.cfg.DataDir,
 			User: b.cfg.User, Password: b.cfg.Password, TmpDir: b.cfg.TmpDir, Tools: b.cfg.Tools,
@@ -192,8 +135,8 @@ func (b *backups) backup(req BackupRequest, store *storage.Store) func(context.C
 }
 
 // restore loads a logical backup from object of store into the server.
-func (b *backups) restore(req BackupRequest, store *storage.Store) func(context.Context, *BackupState) error {
-	return func(ctx context.Context, st *BackupState) error {
+func (b *backups) restore(req agentapi.BackupRequest, store *storage.Store) func(context.Context, *agentapi.BackupState) error {
+	return func(ctx context.Context, st *agentapi.BackupState) error {
 		if req.SHA256 != "" {
 			if err := verify(ctx, store, req.Object, req.SHA256); err != nil {
 				return err
@@ -256,12 +199,12 @@ func verify(ctx context.Context, store *storage.Store, object, want string) erro
 	return nil
 }
 
-func (b *backups) get(id string) (BackupState, bool) {
+func (b *backups) get(id string) (agentapi.BackupState, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	st, ok := b.jobs[id]
 	if !ok {
-		return BackupState{}, false
+		return agentapi.BackupState{}, false
 	}
 	return *st, true
 }
@@ -301,8 +244,8 @@ func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
 
 // jobRequest authenticates and reads a backup or restore request; on a false return the
 // answer was written.
-func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (BackupRequest, *storage.Store, bool) {
-	var req BackupRequest
+func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (agentapi.BackupRequest, *storage.Store, bool) {
+	var req agentapi.BackupRequest
 	if !s.authorized(w, r) {
 		return req, nil, false
 	}
@@ -323,7 +266,7 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (BackupReque
 	return req, store, true
 }
 
-func (s *Server) startJob(w http.ResponseWriter, req BackupRequest, store *storage.Store, work func(context.Context, *BackupState) error) {
+func (s *Server) startJob(w http.ResponseWriter, req agentapi.BackupRequest, store *storage.Store, work func(context.Context, *agentapi.BackupState) error) {
 	st, code, err := s.backups.start(req.ID, store.Location(req.Object), req.TimeoutSeconds, work)
 	if err != nil {
 		http.Error(w, err.Error(), code)
@@ -349,6 +292,3 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
 }
-
-// ErrBackupNotFound is returned by a Client when the agent does not know the backup.
-var ErrBackupNotFound = errors.New("agent does not know the backup")

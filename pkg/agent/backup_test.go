@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -34,24 +35,24 @@ func TestBackupAPIOnMariaDB(t *testing.T) {
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 	cfg := gw.Config("db")
-	req := agent.BackupRequest{ID: "uid-1", Method: executor.Logical, Object: "ns/b1/dump.sql.zst", Storage: agent.StorageConfig{
+	req := agentapi.BackupRequest{ID: "uid-1", Method: executor.Logical, Object: "ns/b1/dump.sql.zst", Storage: agentapi.StorageConfig{
 		Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
 		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}}
 
-	if _, err := (&agent.Client{BaseURL: api.URL, Token: "wrong"}).StartBackup(ctx, req); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := (&agentapi.Client{BaseURL: api.URL, Token: "wrong"}).StartBackup(ctx, req); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong token: %v", err)
 	}
-	c := &agent.Client{BaseURL: api.URL, Token: "agent-token"}
+	c := &agentapi.Client{BaseURL: api.URL, Token: "agent-token"}
 	st, err := c.StartBackup(ctx, req)
-	if err != nil || st.Phase != agent.BackupRunning || st.Location != "s3://backups/db/ns/b1/dump.sql.zst" {
+	if err != nil || st.Phase != agentapi.BackupRunning || st.Location != "s3://backups/db/ns/b1/dump.sql.zst" {
 		t.Fatalf("start: %+v %v", st, err)
 	}
 	st = waitBackup(t, c, "uid-1")
-	if st.Phase != agent.BackupComplete || st.Size == 0 || len(st.SHA256) != 64 || st.GTID == "" || st.CompletionTime == nil {
+	if st.Phase != agentapi.BackupComplete || st.Size == 0 || len(st.SHA256) != 64 || st.GTID == "" || st.CompletionTime == nil {
 		t.Fatalf("finished backup %+v", st)
 	}
 	again, err := c.StartBackup(ctx, req)
-	if err != nil || again.Phase != agent.BackupComplete {
+	if err != nil || again.Phase != agentapi.BackupComplete {
 		t.Fatalf("same ID again: %+v %v", again, err)
 	}
 	store, _ := storage.New(cfg)
@@ -74,24 +75,24 @@ func TestBackupAPIOnMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	st = waitBackup(t, c, "uid-2")
-	if st.Phase != agent.BackupFailed || st.Error == "" || strings.Contains(st.Error, "not-the-secret") {
+	if st.Phase != agentapi.BackupFailed || st.Error == "" || strings.Contains(st.Error, "not-the-secret") {
 		t.Fatalf("failed backup %+v", st)
 	}
 	if ok, _ := store.Exists(ctx, "ns/b2/dump.sql.zst"); ok {
 		t.Error("a failed backup left an object")
 	}
-	if _, err := c.Backup(ctx, "unknown"); !errors.Is(err, agent.ErrBackupNotFound) {
+	if _, err := c.Backup(ctx, "unknown"); !errors.Is(err, agentapi.ErrBackupNotFound) {
 		t.Errorf("unknown backup: %v", err)
 	}
 }
 
-func waitBackup(t *testing.T, c *agent.Client, id string) *agent.BackupState {
+func waitBackup(t *testing.T, c *agentapi.Client, id string) *agentapi.BackupState {
 	t.Helper()
 	return waitJob(t, id, c.Backup)
 }
 
 // waitJob asks get about job id until it no longer runs (2 minutes at most).
-func waitJob(t *testing.T, id string, get func(context.Context, string) (*agent.BackupState, error)) *agent.BackupState {
+func waitJob(t *testing.T, id string, get func(context.Context, string) (*agentapi.BackupState, error)) *agentapi.BackupState {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -99,7 +100,7 @@ func waitJob(t *testing.T, id string, get func(context.Context, string) (*agent.
 		if err != nil {
 			t.Fatal(err)
 		}
-		if st.Phase != agent.BackupRunning {
+		if st.Phase != agentapi.BackupRunning {
 			return st
 		}
 		if time.Now().After(deadline) {

@@ -14,12 +14,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/klog/v2"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
 
@@ -58,19 +58,6 @@ type InitOptions struct {
 	AgentTLS *tls.Config
 }
 
-// Ordinal returns the StatefulSet ordinal at the end of a pod name.
-func Ordinal(podName string) (int, error) {
-	i := strings.LastIndexByte(podName, '-')
-	if i < 0 {
-		return 0, fmt.Errorf("pod name %q has no ordinal", podName)
-	}
-	n, err := strconv.Atoi(podName[i+1:])
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("pod name %q has no ordinal", podName)
-	}
-	return n, nil
-}
-
 // Init prepares the member. It is idempotent: the configuration is rendered every time, a
 // committed physical restore is put in place of the datadir (restore.go), a datadir marked
 // for re-seeding is set aside (reseed.go), an initialised data directory is otherwise left
@@ -78,7 +65,7 @@ func Ordinal(podName string) (int, error) {
 // initialised empty.
 func Init(ctx context.Context, o InitOptions) error {
 	logger := klog.FromContext(ctx)
-	ord, err := Ordinal(o.PodName)
+	ord, err := agentapi.Ordinal(o.PodName)
 	if err != nil {
 		return err
 	}

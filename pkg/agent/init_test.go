@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
@@ -23,12 +24,12 @@ import (
 
 func TestOrdinal(t *testing.T) {
 	for name, want := range map[string]int{"db-0": 0, "my-db-12": 12} {
-		if got, err := agent.Ordinal(name); err != nil || got != want {
+		if got, err := agentapi.Ordinal(name); err != nil || got != want {
 			t.Errorf("Ordinal(%q) = %d, %v", name, got, err)
 		}
 	}
 	for _, bad := range []string{"db", "db-x", "db-", "db-1a"} {
-		if _, err := agent.Ordinal(bad); err == nil {
+		if _, err := agentapi.Ordinal(bad); err == nil {
 			t.Errorf("Ordinal(%q): want an error", bad)
 		}
 	}

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -68,10 +67,4 @@ func KillServer(pidFile string) (int, error) {
 		return 0, fmt.Errorf("kill server process %d: %w", pid, err)
 	}
 	return pid, nil
-}
-
-// KillServer asks the agent to SIGKILL its server (POST /api/v1/server/kill).
-func (c *Client) KillServer(ctx context.Context) error {
-	_, err := c.do(ctx, http.MethodPost, "/api/v1/server/kill", struct{}{}, nil)
-	return err
 }

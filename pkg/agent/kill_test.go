@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
 
@@ -30,7 +31,7 @@ func TestKillServerOnMariaDB(t *testing.T) {
 	srv := agent.NewServer(&mysql.Instance{DB: db, Flavor: mysql.MariaDB}, "token")
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
-	client := &agent.Client{BaseURL: api.URL, Token: "token"}
+	client := &agentapi.Client{BaseURL: api.URL, Token: "token"}
 	ctx := context.Background()
 
 	if err := client.KillServer(ctx); err == nil || !strings.Contains(err.Error(), "no server pid file") {
@@ -45,7 +46,7 @@ func TestKillServerOnMariaDB(t *testing.T) {
 	if err := client.KillServer(ctx); err == nil || !strings.Contains(err.Error(), "not the server") {
 		t.Fatalf("kill of another process: %v", err)
 	}
-	if err := (&agent.Client{BaseURL: api.URL, Token: "wrong"}).KillServer(ctx); err == nil {
+	if err := (&agentapi.Client{BaseURL: api.URL, Token: "wrong"}).KillServer(ctx); err == nil {
 		t.Fatal("a wrong token was accepted")
 	}
 

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 )
 
 // Re-seeding replaces a diverged member's data with a copy of a healthy peer. The operator
@@ -21,12 +22,6 @@ import (
 // place removes the old datadir and then the marker. So from the moment the marker exists
 // the old data is never served again, and a copy that fails is retried by the next init with
 // the old datadir still aside.
-
-// ReseedRequest asks an agent to have its member re-seeded at its next start.
-type ReseedRequest struct {
-	// Reason says why, for the logs (which transactions diverged, for instance).
-	Reason string `json:"reason"`
-}
 
 // reseedMarker is the marker's content.
 type reseedMarker struct {
@@ -45,7 +40,7 @@ func (s *Server) postReseed(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(w, r) {
 		return
 	}
-	var req ReseedRequest
+	var req agentapi.ReseedRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
 		http.Error(w, "invalid request: "+err.Error(), http.StatusBadRequest)
 		return
@@ -134,11 +129,4 @@ func finishReseed(dataDir string) error {
 		return fmt.Errorf("remove the re-seed marker: %w", err)
 	}
 	return syncDir(filepath.Dir(dataDir))
-}
-
-// Reseed asks the agent to have its member re-seeded from a peer at its next start
-// (POST /api/v1/reseed); the caller then restarts the member's pod.
-func (c *Client) Reseed(ctx context.Context, reason string) error {
-	_, err := c.do(ctx, http.MethodPost, "/api/v1/reseed", ReseedRequest{Reason: reason}, nil)
-	return err
 }

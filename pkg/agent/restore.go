@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -36,17 +37,6 @@ const (
 	stagingName   = "restore"
 	stagedRecord  = "restore.json"
 	appliedRecord = "restore-applied.json"
-)
-
-// Restore phases the agent reports besides the job phases (Running, Failed; Complete for a
-// logical restore).
-const (
-	// RestoreStaged: a physical restore is unpacked and prepared beside the datadir.
-	RestoreStaged = "Staged"
-	// RestoreCommitted: the operator committed it; init puts it in place at the next pod start.
-	RestoreCommitted = "Committed"
-	// RestoreApplied: init put it in place; the server runs on the restored data.
-	RestoreApplied = "Applied"
 )
 
 // restoreRecord is the content of restore.json and restore-applied.json.
@@ -123,8 +113,8 @@ func syncDir(dir string) error {
 // stage unpacks and prepares a physical backup beside the datadir: the server keeps running
 // on its own data until the operator commits the restore and the pod restarts. A failure
 // removes what was unpacked.
-func (b *backups) stage(req BackupRequest, store *storage.Store) func(context.Context, *BackupState) error {
-	return func(ctx context.Context, st *BackupState) error {
+func (b *backups) stage(req agentapi.BackupRequest, store *storage.Store) func(context.Context, *agentapi.BackupState) error {
+	return func(ctx context.Context, st *agentapi.BackupState) error {
 		rec, err := readRecord(stagedPath(b.cfg.DataDir))
 		if err != nil {
 			return err
@@ -155,7 +145,7 @@ func (b *backups) stage(req BackupRequest, store *storage.Store) func(context.Co
 	}
 }
 
-func (b *backups) unpack(ctx context.Context, req BackupRequest, store *storage.Store, root string, st *BackupState) error {
+func (b *backups) unpack(ctx context.Context, req agentapi.BackupRequest, store *storage.Store, root string, st *agentapi.BackupState) error {
 	data := filepath.Join(root, "data")
 	if err := os.MkdirAll(data, 0o750); err != nil {
 		return fmt.Errorf("create the staging directory: %w", err)
@@ -193,23 +183,23 @@ func (b *backups) unpack(ctx context.Context, req BackupRequest, store *storage.
 
 // restoreOnDisk is what the data volume says about restore id: staged, committed or applied
 // (nil when it knows nothing of it).
-func (b *backups) restoreOnDisk(id string) (*BackupState, error) {
+func (b *backups) restoreOnDisk(id string) (*agentapi.BackupState, error) {
 	applied, err := readRecord(appliedPath(b.cfg.DataDir))
 	if err != nil {
 		return nil, err
 	}
 	if applied != nil && applied.ID == id {
-		return &BackupState{ID: id, Phase: RestoreApplied, GTID: applied.GTID, CompletionTime: applied.Applied}, nil
+		return &agentapi.BackupState{ID: id, Phase: agentapi.RestoreApplied, GTID: applied.GTID, CompletionTime: applied.Applied}, nil
 	}
 	staged, err := readRecord(stagedPath(b.cfg.DataDir))
 	if err != nil || staged == nil || staged.ID != id {
 		return nil, err
 	}
-	phase := RestoreStaged
+	phase := agentapi.RestoreStaged
 	if staged.Committed {
-		phase = RestoreCommitted
+		phase = agentapi.RestoreCommitted
 	}
-	return &BackupState{ID: id, Phase: phase, GTID: staged.GTID}, nil
+	return &agentapi.BackupState{ID: id, Phase: phase, GTID: staged.GTID}, nil
 }
 
 // getRestore answers GET /api/v1/restores/{id}: the job while it runs or when it failed,
@@ -221,7 +211,7 @@ func (s *Server) getRestore(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	st, ok := s.backups.get(id)
-	if ok && st.Phase != BackupComplete {
+	if ok && st.Phase != agentapi.BackupComplete {
 		writeJSON(w, http.StatusOK, st)
 		return
 	}
@@ -263,12 +253,12 @@ func (s *Server) commitRestore(w http.ResponseWriter, r *http.Request) {
 	case st == nil:
 		http.Error(w, "restore "+id+" is not staged on this member", http.StatusNotFound)
 		return
-	case st.Phase == RestoreStaged:
+	case st.Phase == agentapi.RestoreStaged:
 		if err := writeRecord(stagedPath(b.cfg.DataDir), restoreRecord{ID: id, GTID: st.GTID, Committed: true}); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		st.Phase = RestoreCommitted
+		st.Phase = agentapi.RestoreCommitted
 	}
 	writeJSON(w, http.StatusOK, st)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
@@ -23,7 +24,7 @@ type running struct {
 	*member
 	creds  map[string]string
 	stop   func()
-	client *agent.Client
+	client *agentapi.Client
 }
 
 // runMember initialises a member as init does, starts its server and serves its agent API.
@@ -59,7 +60,7 @@ func (r *running) newAgent(t *testing.T) {
 		User: mysql.OperatorUser, Password: r.creds[agent.FileOperatorPassword], TmpDir: t.TempDir(), Tools: mariadb.Toolbox(t)})
 	api := httptest.NewServer(srv.Handler())
 	t.Cleanup(api.Close)
-	r.client = &agent.Client{BaseURL: api.URL, Token: "token"}
+	r.client = &agentapi.Client{BaseURL: api.URL, Token: "token"}
 }
 
 func (r *running) op(t *testing.T) *sql.DB {
@@ -76,7 +77,7 @@ func (r *running) restart(t *testing.T) {
 	r.serve(t)
 }
 
-func waitRestore(t *testing.T, c *agent.Client, id string) *agent.BackupState {
+func waitRestore(t *testing.T, c *agentapi.Client, id string) *agentapi.BackupState {
 	t.Helper()
 	return waitJob(t, id, c.Restore)
 }
@@ -120,13 +121,13 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	plantInstallerAccount(t, source.op(t))
 	want := checksumOf(t, source.op(t))
 	cfg := gw.Config("p")
-	store := agent.StorageConfig{Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
+	store := agentapi.StorageConfig{Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
 		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}
-	if _, err := source.client.StartBackup(ctx, agent.BackupRequest{ID: "bk", Method: executor.Physical, Object: "full.xbstream.zst", Storage: store}); err != nil {
+	if _, err := source.client.StartBackup(ctx, agentapi.BackupRequest{ID: "bk", Method: executor.Physical, Object: "full.xbstream.zst", Storage: store}); err != nil {
 		t.Fatal(err)
 	}
 	bk := waitBackup(t, source.client, "bk")
-	if bk.Phase != agent.BackupComplete || bk.GTID == "" {
+	if bk.Phase != agentapi.BackupComplete || bk.GTID == "" {
 		t.Fatalf("backup %+v", bk)
 	}
 
@@ -140,7 +141,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 		}
 	}
 	own := checksumOf(t, target.op(t))
-	req := agent.BackupRequest{ID: "rs", Method: executor.Physical, Object: "full.xbstream.zst", Storage: store, SHA256: bk.SHA256}
+	req := agentapi.BackupRequest{ID: "rs", Method: executor.Physical, Object: "full.xbstream.zst", Storage: store, SHA256: bk.SHA256}
 
 	// A corrupted object: verified before anything is unpacked.
 	bad := req
@@ -148,7 +149,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if _, err := target.client.StartRestore(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitRestore(t, target.client, "rs-bad"); st.Phase != agent.BackupFailed || !strings.Contains(st.Error, "corrupted") {
+	if st := waitRestore(t, target.client, "rs-bad"); st.Phase != agentapi.BackupFailed || !strings.Contains(st.Error, "corrupted") {
 		t.Fatalf("restore of a corrupted object: %+v", st)
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(target.opts.DataDir), "restore")); !errors.Is(err, os.ErrNotExist) {
@@ -161,13 +162,13 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if _, err := target.client.StartRestore(ctx, discarded); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitRestore(t, target.client, "rs-discarded"); st.Phase != agent.RestoreStaged || st.GTID != bk.GTID {
+	if st := waitRestore(t, target.client, "rs-discarded"); st.Phase != agentapi.RestoreStaged || st.GTID != bk.GTID {
 		t.Fatalf("staged restore: %+v (backup at %s)", st, bk.GTID)
 	}
 	if err := target.client.DiscardRestore(ctx, "rs-discarded"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.client.CommitRestore(ctx, "rs-discarded"); !errors.Is(err, agent.ErrBackupNotFound) {
+	if _, err := target.client.CommitRestore(ctx, "rs-discarded"); !errors.Is(err, agentapi.ErrBackupNotFound) {
 		t.Fatalf("commit of a discarded restore: %v", err)
 	}
 
@@ -175,7 +176,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if _, err := target.client.StartRestore(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitRestore(t, target.client, "rs"); st.Phase != agent.RestoreStaged {
+	if st := waitRestore(t, target.client, "rs"); st.Phase != agentapi.RestoreStaged {
 		t.Fatalf("staged restore: %+v", st)
 	}
 	if got := checksumOf(t, target.op(t)); got != own {
@@ -185,7 +186,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if got := checksumOf(t, target.op(t)); got != own {
 		t.Fatal("an uncommitted restore replaced the data")
 	}
-	if _, err := target.client.Restore(ctx, "rs"); !errors.Is(err, agent.ErrBackupNotFound) {
+	if _, err := target.client.Restore(ctx, "rs"); !errors.Is(err, agentapi.ErrBackupNotFound) {
 		t.Fatalf("uncommitted restore after the restart: %v", err)
 	}
 
@@ -194,15 +195,15 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if _, err := target.client.StartRestore(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitRestore(t, target.client, "rs-2"); st.Phase != agent.RestoreStaged {
+	if st := waitRestore(t, target.client, "rs-2"); st.Phase != agentapi.RestoreStaged {
 		t.Fatalf("staged restore: %+v", st)
 	}
 	for range 2 { // committing twice is harmless
-		if st, err := target.client.CommitRestore(ctx, "rs-2"); err != nil || st.Phase != agent.RestoreCommitted {
+		if st, err := target.client.CommitRestore(ctx, "rs-2"); err != nil || st.Phase != agentapi.RestoreCommitted {
 			t.Fatalf("commit: %+v %v", st, err)
 		}
 	}
-	if st, err := target.client.Restore(ctx, "rs-2"); err != nil || st.Phase != agent.RestoreCommitted {
+	if st, err := target.client.Restore(ctx, "rs-2"); err != nil || st.Phase != agentapi.RestoreCommitted {
 		t.Fatalf("committed restore: %+v %v", st, err)
 	}
 	// A restarted agent asked to stage the same restore again keeps the committed staging.
@@ -210,11 +211,11 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if _, err := target.client.StartRestore(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitRestore(t, target.client, "rs-2"); st.Phase != agent.RestoreCommitted || st.GTID != bk.GTID {
+	if st := waitRestore(t, target.client, "rs-2"); st.Phase != agentapi.RestoreCommitted || st.GTID != bk.GTID {
 		t.Fatalf("the same restore staged again after an agent restart: %+v", st)
 	}
 	target.restart(t)
-	if st, err := target.client.Restore(ctx, "rs-2"); err != nil || st.Phase != agent.RestoreApplied || st.GTID != bk.GTID {
+	if st, err := target.client.Restore(ctx, "rs-2"); err != nil || st.Phase != agentapi.RestoreApplied || st.GTID != bk.GTID {
 		t.Fatalf("applied restore, asked of the restarted agent: %+v %v", st, err)
 	}
 	db := target.op(t) // this cluster's operator password works on the restored data
@@ -266,7 +267,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	}
 
 	// A logical dump is no physical backup: staging fails and says why.
-	if _, err := source.client.StartBackup(ctx, agent.BackupRequest{ID: "dump", Method: executor.Logical, Object: "dump.sql.zst", Storage: store}); err != nil {
+	if _, err := source.client.StartBackup(ctx, agentapi.BackupRequest{ID: "dump", Method: executor.Logical, Object: "dump.sql.zst", Storage: store}); err != nil {
 		t.Fatal(err)
 	}
 	waitBackup(t, source.client, "dump")
@@ -275,7 +276,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if _, err := target.client.StartRestore(ctx, wrong); err != nil {
 		t.Fatal(err)
 	}
-	if st := waitRestore(t, target.client, "rs-3"); st.Phase != agent.BackupFailed || !strings.Contains(st.Error, "mbstream") {
+	if st := waitRestore(t, target.client, "rs-3"); st.Phase != agentapi.BackupFailed || !strings.Contains(st.Error, "mbstream") {
 		t.Fatalf("physical restore of a dump: %+v", st)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/klog/v2"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
@@ -28,10 +29,6 @@ import (
 // prepares it beside the datadir and puts it in place exactly as a committed physical restore
 // (this cluster's accounts, replication forgotten, GTID state at the copy's position), so the
 // member then replicates from the primary from that position on.
-
-// FileHoldsData is the file, beside the operator's my.cnf (a key of the same ConfigMap), that
-// exists once the operator recorded that the cluster holds data (configmap.KeyHoldsData).
-const FileHoldsData = "holds-data"
 
 // ClusterHoldsData reads the operator's record at path: true when the file says "true", false
 // when it is absent.
@@ -125,7 +122,7 @@ func releaseAckWaits(ctx context.Context, in *mysql.Instance) int {
 // StatefulSet, named through the headless service: every lower ordinal, and the higher ones up
 // to the first name that does not resolve (ordinals are dense).
 func PeerAddresses(ctx context.Context, podName, service string, port int) ([]string, error) {
-	ord, err := Ordinal(podName)
+	ord, err := agentapi.Ordinal(podName)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +157,7 @@ type peer struct {
 	// Answered is false when nothing answered at that address (no pod, or no agent yet).
 	Answered bool
 	// Status is nil when the agent answered with an error (its server is down, say).
-	Status *StatusJSON
+	Status *agentapi.StatusJSON
 }
 
 // chooseDonor picks the peer to copy: a ready replica first (a copy should not load the
@@ -223,8 +220,8 @@ func seedFromPeers(ctx context.Context, o InitOptions, cnf string) (bool, error)
 	for {
 		peers := make([]peer, len(o.Peers))
 		for i, addr := range o.Peers {
-			c := &Client{BaseURL: o.agentURL(addr), Token: token, HTTP: HTTPClient(o.AgentTLS, 3*time.Second)}
-			st, code, _ := c.status(ctx)
+			c := &agentapi.Client{BaseURL: o.agentURL(addr), Token: token, HTTP: agentapi.HTTPClient(o.AgentTLS, 3*time.Second)}
+			st, code, _ := c.Probe(ctx)
 			peers[i] = peer{Addr: addr, Answered: code != 0, Status: st}
 		}
 		var seed bool
@@ -274,7 +271,7 @@ func copyPeer(ctx context.Context, o InitOptions, donor, token string) (string, 
 		return "", fmt.Errorf("create the staging directory: %w", err)
 	}
 	// No timeout but ctx's: the copy takes as long as the data needs.
-	c := &Client{BaseURL: o.agentURL(donor), Token: token, HTTP: HTTPClient(o.AgentTLS, 0)}
+	c := &agentapi.Client{BaseURL: o.agentURL(donor), Token: token, HTTP: agentapi.HTTPClient(o.AgentTLS, 0)}
 	resp, err := c.Seed(ctx)
 	if err != nil {
 		return "", fmt.Errorf("ask for a copy: %w", err)

@@ -4,14 +4,16 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 )
 
 func TestChooseDonor(t *testing.T) {
-	primary := &StatusJSON{Executed: "0-100-5", Ready: true}
-	replica := &StatusJSON{Executed: "0-100-5", ReadOnly: true, Ready: true, Replica: &ReplicaJSON{IORunning: true, SQLRunning: true}}
-	broken := &StatusJSON{Executed: "0-100-3", ReadOnly: true, Replica: &ReplicaJSON{}}
-	fenced := &StatusJSON{Executed: "0-100-5", ReadOnly: true}
-	empty := &StatusJSON{ReadOnly: true}
+	primary := &agentapi.StatusJSON{Executed: "0-100-5", Ready: true}
+	replica := &agentapi.StatusJSON{Executed: "0-100-5", ReadOnly: true, Ready: true, Replica: &agentapi.ReplicaJSON{IORunning: true, SQLRunning: true}}
+	broken := &agentapi.StatusJSON{Executed: "0-100-3", ReadOnly: true, Replica: &agentapi.ReplicaJSON{}}
+	fenced := &agentapi.StatusJSON{Executed: "0-100-5", ReadOnly: true}
+	empty := &agentapi.StatusJSON{ReadOnly: true}
 	for _, tc := range []struct {
 		name      string
 		peers     []peer
@@ -45,7 +47,7 @@ func TestChooseDonor(t *testing.T) {
 
 func TestClusterHoldsData(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, FileHoldsData)
+	path := filepath.Join(dir, agentapi.FileHoldsData)
 	if got, err := ClusterHoldsData(path); got || err != nil {
 		t.Fatalf("absent file: %v, %v; want false, nil", got, err)
 	}

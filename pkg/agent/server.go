@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
 
@@ -112,34 +113,6 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte("ok"))
 }
 
-// StatusJSON is the JSON form of mysql.Status served by the API.
-type StatusJSON struct {
-	ServerID             uint32       `json:"serverId"`
-	Version              string       `json:"version"`
-	ReadOnly             bool         `json:"readOnly"`
-	SuperReadOnly        bool         `json:"superReadOnly"`
-	Executed             string       `json:"executed"`
-	Purged               string       `json:"purged"`
-	SemiSyncSource       bool         `json:"semiSyncSource"`
-	SemiSyncReplica      bool         `json:"semiSyncReplica"`
-	SemiSyncSourceActive bool         `json:"semiSyncSourceActive"`
-	Replica              *ReplicaJSON `json:"replica,omitempty"`
-	Ready                bool         `json:"ready"`
-	Reason               string       `json:"reason"`
-}
-
-// ReplicaJSON is the JSON form of mysql.ReplicaStatus.
-type ReplicaJSON struct {
-	SourceHost   string `json:"sourceHost"`
-	SourcePort   int    `json:"sourcePort"`
-	IORunning    bool   `json:"ioRunning"`
-	SQLRunning   bool   `json:"sqlRunning"`
-	LastIOError  string `json:"lastIOError,omitempty"`
-	LastSQLError string `json:"lastSQLError,omitempty"`
-	Retrieved    string `json:"retrieved"`
-	LagSeconds   *int64 `json:"lagSeconds,omitempty"`
-}
-
 // checkToken reports whether r carries the agent token.
 func (s *Server) checkToken(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -157,13 +130,13 @@ func (s *Server) status(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ready, reason := Ready(st)
-	out := StatusJSON{
+	out := agentapi.StatusJSON{
 		ServerID: st.ServerID, Version: st.Version, ReadOnly: st.ReadOnly, SuperReadOnly: st.SuperReadOnly,
 		Executed: st.Executed.String(), Purged: st.Purged.String(), SemiSyncSource: st.SemiSyncSource,
 		SemiSyncReplica: st.SemiSyncReplica, SemiSyncSourceActive: st.SemiSyncSourceActive, Ready: ready, Reason: reason,
 	}
 	if rs := st.Replica; rs != nil {
-		out.Replica = &ReplicaJSON{SourceHost: rs.SourceHost, SourcePort: rs.SourcePort, IORunning: rs.IORunning, SQLRunning: rs.SQLRunning,
+		out.Replica = &agentapi.ReplicaJSON{SourceHost: rs.SourceHost, SourcePort: rs.SourcePort, IORunning: rs.IORunning, SQLRunning: rs.SQLRunning,
 			LastIOError: rs.LastIOError, LastSQLError: rs.LastSQLError, Retrieved: rs.Retrieved.String(), LagSeconds: rs.LagSeconds}
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
@@ -67,7 +68,7 @@ func TestServeOnMariaDB(t *testing.T) {
 		t.Errorf("status with a wrong token: %d", code)
 	}
 	code, body := get(t, api.URL+"/api/v1/status", token)
-	var st agent.StatusJSON
+	var st agentapi.StatusJSON
 	if code != 200 || json.Unmarshal([]byte(body), &st) != nil {
 		t.Fatalf("status: %d %s", code, body)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 )
 
@@ -28,7 +29,7 @@ func TestClientsPinTheClusterCertificate(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	_ = os.WriteFile(certFile, cert, 0o600)
 	_ = os.WriteFile(keyFile, key, 0o600)
-	serverTLS, err := agent.ServerTLS(certFile, keyFile)
+	serverTLS, err := agentapi.ServerTLS(certFile, keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,24 +45,24 @@ func TestClientsPinTheClusterCertificate(t *testing.T) {
 		}
 		return err
 	}
-	pinned, err := agent.ClientTLSFromFile(certFile)
+	pinned, err := agentapi.ClientTLSFromFile(certFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := get(agent.HTTPClient(pinned, 5*time.Second)); err != nil {
+	if err := get(agentapi.HTTPClient(pinned, 5*time.Second)); err != nil {
 		t.Errorf("the cluster's certificate: %v", err)
 	}
-	wrong, err := agent.ClientTLS(other)
+	wrong, err := agentapi.ClientTLS(other)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := get(agent.HTTPClient(wrong, 5*time.Second)); err == nil || !strings.Contains(err.Error(), "certificate") {
+	if err := get(agentapi.HTTPClient(wrong, 5*time.Second)); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("another cluster's certificate: %v", err)
 	}
-	if err := get(agent.HTTPClient(nil, 5*time.Second)); err == nil {
+	if err := get(agentapi.HTTPClient(nil, 5*time.Second)); err == nil {
 		t.Error("a client without the pinned certificate was answered")
 	}
-	if _, err := agent.ClientTLS([]byte("not pem")); err == nil {
+	if _, err := agentapi.ClientTLS([]byte("not pem")); err == nil {
 		t.Error("ClientTLS accepted a non-PEM certificate")
 	}
 }

@@ -10,11 +10,12 @@ import (
 	"fmt"
 	"maps"
 	"sort"
-	"strings"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 )
 
@@ -143,16 +144,9 @@ func SortedKeys(m map[string]string) []string {
 
 // Ordinal returns the StatefulSet ordinal of pod name in set setName, or -1.
 func Ordinal(setName, podName string) int {
-	suffix, ok := strings.CutPrefix(podName, setName+"-")
-	if !ok || suffix == "" {
+	n, err := agentapi.Ordinal(podName)
+	if err != nil || podName != setName+"-"+strconv.Itoa(n) {
 		return -1
-	}
-	n := 0
-	for _, r := range suffix {
-		if r < '0' || r > '9' {
-			return -1
-		}
-		n = n*10 + int(r-'0')
 	}
 	return n
 }

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
@@ -63,7 +64,7 @@ func withAgents(t *testing.T, servers []*mariadb.Server) func(*options.Options) 
 	}
 	return func(o *options.Options) {
 		o.AgentAddress = func(_, _, pod string) (string, int) {
-			i, _ := agent.Ordinal(pod)
+			i, _ := agentapi.Ordinal(pod)
 			host, port, _ := net.SplitHostPort(agents[i])
 			p, _ := strconv.Atoi(port)
 			return host, p

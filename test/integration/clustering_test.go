@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/options"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
@@ -116,7 +116,7 @@ func clusterOn(t *testing.T, servers []*mariadb.Server, mutate ...func(*options.
 		o.Clustering = true
 		o.ClusteringInterval = 300 * time.Millisecond
 		o.MemberAddress = func(_, _, pod string) (string, int) {
-			i, err := agent.Ordinal(pod)
+			i, err := agentapi.Ordinal(pod)
 			if err != nil || i >= len(servers) {
 				return "127.0.0.1", 1
 			}

@@ -14,8 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -28,10 +26,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/job"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
@@ -39,7 +39,6 @@ import (
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
-	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 )
 
 // Name is the controller's name in logs, metrics and its workqueue.
@@ -48,19 +47,11 @@ const Name = "backup"
 // Intervals of the controller's own re-checks (it is not told when an agent finishes, or
 // when a storage Secret appears, since it does not watch user Secrets).
 const (
-	pollInterval    = 2 * time.Second
-	waitInterval    = 10 * time.Second
-	defaultTimeout  = 2 * time.Hour
-	byCluster       = "cluster"
-	keyAccessKeyID  = "accessKeyId"
-	keySecretAccess = "secretAccessKey"
+	pollInterval   = 2 * time.Second
+	waitInterval   = 10 * time.Second
+	defaultTimeout = 2 * time.Hour
+	byCluster      = "cluster"
 )
-
-// DNSAgentResolver reaches agents by the members' stable DNS names.
-func DNSAgentResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
-	host, _ := resources.DNSResolver(c, pod)
-	return host, resources.PortAgent
-}
 
 // Controller reconciles MySQLBackups.
 type Controller struct {
@@ -94,7 +85,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		return nil, err
 	}
 	if resolve == nil {
-		resolve = DNSAgentResolver
+		resolve = agents.DNSResolver
 	}
 	c := &Controller{
 		kube: kube, mysql: client,
@@ -161,11 +152,11 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	if member == "" {
 		return ctrl.After(waitInterval), c.pending(ctx, cached, why)
 	}
-	store, err := StorageConfig(ctx, c.kube, cached)
+	store, err := job.StorageConfig(ctx, c.kube, cached)
 	if err != nil {
 		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
 	}
-	client, err := AgentClient(c.secrets, c.resolve, cl, member)
+	client, err := agents.Client(c.secrets, c.resolve, cl, member)
 	if err != nil {
 		// The cluster's credentials Secret is not cached yet; nothing else wakes this backup.
 		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
@@ -182,7 +173,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		c.release(clusterKey, key)
 		return ctrl.Result{}, err
 	}
-	req := agent.BackupRequest{ID: string(cached.UID), Method: string(Method(cached)), Object: ObjectName(cached), Storage: store,
+	req := agentapi.BackupRequest{ID: string(cached.UID), Method: string(job.Method(cached)), Object: job.ObjectName(cached), Storage: store,
 		TimeoutSeconds: int64(timeout(cached).Seconds())}
 	st, err := client.StartBackup(ctx, req)
 	if err != nil {
@@ -190,7 +181,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		_ = c.pending(ctx, cached, fmt.Sprintf("member %s did not take the backup: %v", member, err))
 		return ctrl.Result{}, fmt.Errorf("start backup %s on %s: %w", key, member, err)
 	}
-	c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupStarted, "Member %s takes a %s backup to %s", member, Method(cached), st.Location)
+	c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupStarted, "Member %s takes a %s backup to %s", member, job.Method(cached), st.Location)
 	klog.FromContext(ctx).Info("Backup started", "backup", klog.KObj(cached), "member", member, "location", st.Location)
 	status := cached.Status.DeepCopy()
 	status.Phase, status.Member, status.Location = v1alpha1.JobRunning, member, st.Location
@@ -245,7 +236,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	if status.StartTime != nil && c.now().Sub(status.StartTime.Time) > timeout(cached) {
 		return ctrl.Result{}, c.fail(ctx, cached, status, fmt.Sprintf("not finished within the timeout of %v", timeout(cached)))
 	}
-	client, err := AgentClient(c.secrets, c.resolve, cl, status.Member)
+	client, err := agents.Client(c.secrets, c.resolve, cl, status.Member)
 	if err != nil {
 		return ctrl.Result{}, c.fail(ctx, cached, status, err.Error())
 	}
@@ -298,7 +289,7 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 		return nil
 	}
 	if cached.Status.Phase == v1alpha1.JobComplete || cached.Status.Phase == v1alpha1.JobRunning {
-		cfg, err := StorageConfig(ctx, c.kube, cached)
+		cfg, err := job.StorageConfig(ctx, c.kube, cached)
 		if err != nil {
 			return fmt.Errorf("delete stored backup of %s: %w", klog.KObj(cached), err)
 		}
@@ -306,7 +297,7 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 		if err != nil {
 			return err
 		}
-		if err := store.Delete(ctx, ObjectName(cached)); err != nil {
+		if err := store.Delete(ctx, job.ObjectName(cached)); err != nil {
 			return err
 		}
 		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupDeleted, "Deleted %s (deletionPolicy Delete)", cached.Status.Location)
@@ -316,75 +307,19 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 
 // poll asks the agent about backup id. It returns the finished state; or failed, the reason
 // the backup failed or was lost (the agent restarted); or neither while it runs.
-func poll(ctx context.Context, client *agent.Client, id string) (done *agent.BackupState, failed string, err error) {
+func poll(ctx context.Context, client *agentapi.Client, id string) (done *agentapi.BackupState, failed string, err error) {
 	st, err := client.Backup(ctx, id)
 	switch {
-	case errors.Is(err, agent.ErrBackupNotFound):
+	case errors.Is(err, agentapi.ErrBackupNotFound):
 		return nil, "the agent restarted during the backup", nil
 	case err != nil:
 		return nil, "", err
-	case st.Phase == agent.BackupFailed:
+	case st.Phase == agentapi.BackupFailed:
 		return nil, st.Error, nil
-	case st.Phase == agent.BackupRunning:
+	case st.Phase == agentapi.BackupRunning:
 		return nil, "", nil
 	}
 	return st, "", nil
-}
-
-// StorageConfig reads a backup's storage credentials (and CA) from the user's Secrets with a
-// live GET: the operator caches no Secret it does not own. A credentials Secret without the
-// opt-in label LabelStorageCredentials is refused before its keys are read.
-func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.MySQLBackup) (agent.StorageConfig, error) {
-	s3 := b.Spec.Storage.S3
-	sec, err := kube.CoreV1().Secrets(b.Namespace).Get(ctx, s3.CredentialsSecretRef.Name, metav1.GetOptions{})
-	if err != nil {
-		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)
-	}
-	if sec.Labels[v1alpha1.LabelStorageCredentials] != "true" {
-		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s is not labelled %s=true: label it to let backups in this namespace use it",
-			s3.CredentialsSecretRef.Name, v1alpha1.LabelStorageCredentials)
-	}
-	id, secret := string(sec.Data[keyAccessKeyID]), string(sec.Data[keySecretAccess])
-	if id == "" || secret == "" {
-		return agent.StorageConfig{}, fmt.Errorf("storage credentials Secret %s needs keys %s and %s", s3.CredentialsSecretRef.Name, keyAccessKeyID, keySecretAccess)
-	}
-	cfg := agent.StorageConfig{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix,
-		ForcePathStyle: s3.ForcePathStyle, AccessKeyID: id, SecretAccessKey: secret}
-	if ref := s3.CASecretRef; ref != nil {
-		ca, err := kube.CoreV1().Secrets(b.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			return agent.StorageConfig{}, fmt.Errorf("storage CA Secret %s: %w", ref.Name, err)
-		}
-		k := ref.Key
-		if k == "" {
-			k = v1alpha1.DefaultSecretKey
-		}
-		cfg.CA = ca.Data[k]
-	}
-	return cfg, nil
-}
-
-// AgentClient returns a client of member's agent, with the cluster's agent token and agent
-// certificate (pinned: the agent must present it) from the operator's cache of its own Secrets.
-func AgentClient(secrets corelisters.SecretLister, resolve resources.Resolver, cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
-	sec, err := secret.Get(secrets, cl)
-	if err != nil {
-		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
-	}
-	tlsConfig, err := agent.ClientTLS(sec.Data[resources.SecretKeyAgentTLSCert])
-	if err != nil {
-		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
-	}
-	host, port := resolve(cl, member)
-	return &agent.Client{BaseURL: "https://" + net.JoinHostPort(host, strconv.Itoa(port)), Token: string(sec.Data[resources.SecretKeyAgentToken]), TLS: tlsConfig}, nil
-}
-
-// Method is b's method, logical when the spec leaves it out.
-func Method(b *v1alpha1.MySQLBackup) v1alpha1.BackupMethod {
-	if b.Spec.Method == "" {
-		return v1alpha1.BackupLogical
-	}
-	return b.Spec.Method
 }
 
 func timeout(b *v1alpha1.MySQLBackup) time.Duration {
@@ -394,20 +329,10 @@ func timeout(b *v1alpha1.MySQLBackup) time.Duration {
 	return defaultTimeout
 }
 
-// ObjectName is the object key of b under the storage prefix: namespace, cluster, backup name and
-// UID, so that two backups never share an object.
-func ObjectName(b *v1alpha1.MySQLBackup) string {
-	ext := ".sql.zst"
-	if Method(b) == v1alpha1.BackupPhysical {
-		ext = ".xbstream.zst"
-	}
-	return fmt.Sprintf("%s/%s/%s-%s%s", b.Namespace, b.Spec.ClusterRef.Name, b.Name, b.UID, ext)
-}
-
 // setComplete sets the Complete condition and reports whether its status or reason changed.
 func setComplete(st *v1alpha1.MySQLBackupStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {
 	st.ObservedGeneration = gen
-	return objects.SetComplete(&st.Conditions, gen, status, reason, msg)
+	return job.SetComplete(&st.Conditions, gen, status, reason, msg)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLBackup, st *v1alpha1.MySQLBackupStatus) error {

@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
@@ -265,7 +265,7 @@ type memberAgents struct {
 }
 
 // member returns member i's pod and a client of its agent.
-func (a memberAgents) member(i int) (*corev1.Pod, *agent.Client, error) {
+func (a memberAgents) member(i int) (*corev1.Pod, *agentapi.Client, error) {
 	a.r.mu.Lock()
 	cluster, pods := a.r.cluster, a.r.cfg.pods
 	a.r.mu.Unlock()
@@ -276,7 +276,7 @@ func (a memberAgents) member(i int) (*corev1.Pod, *agent.Client, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod %s: %w", pods[i], err)
 	}
-	client, err := backup.AgentClient(a.c.secrets, a.c.cfg.AgentResolve, cluster, pod.Name)
+	client, err := agents.Client(a.c.secrets, a.c.cfg.AgentResolve, cluster, pod.Name)
 	return pod, client, err
 }
 

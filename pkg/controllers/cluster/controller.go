@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
@@ -65,7 +65,7 @@ type Config struct {
 	ClusteringInterval time.Duration
 	// Resolve maps a member pod to the address the operator dials; default resources.DNSResolver.
 	Resolve resources.Resolver
-	// AgentResolve maps a member pod to its agent's address; default backup.DNSAgentResolver.
+	// AgentResolve maps a member pod to its agent's address; default agents.DNSResolver.
 	AgentResolve resources.Resolver
 	// NetworkPolicy, when set, gives every cluster a NetworkPolicy (pkg/resources/networkpolicy)
 	// letting only these operator pods and the cluster's members reach the agents.
@@ -136,7 +136,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		cfg.Resolve = resources.DNSResolver
 	}
 	if cfg.AgentResolve == nil {
-		cfg.AgentResolve = backup.DNSAgentResolver
+		cfg.AgentResolve = agents.DNSResolver
 	}
 	if cfg.ClusteringInterval <= 0 {
 		cfg.ClusteringInterval = time.Second

@@ -163,11 +163,7 @@ func describe(actions []core.Action) string {
 	for _, a := range actions {
 		name := ""
 		switch a := a.(type) {
-		case core.CreateAction:
-			if o, ok := a.GetObject().(metav1.Object); ok {
-				name = o.GetName()
-			}
-		case core.UpdateAction:
+		case core.CreateAction: // and UpdateAction: the two interfaces are the same
 			if o, ok := a.GetObject().(metav1.Object); ok {
 				name = o.GetName()
 			}

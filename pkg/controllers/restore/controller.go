@@ -33,10 +33,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/job"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlv1alpha1 "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/typed/mysqlop/v1alpha1"
@@ -101,7 +102,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		return nil, err
 	}
 	if resolve == nil {
-		resolve = backup.DNSAgentResolver
+		resolve = agents.DNSResolver
 	}
 	c := &Controller{
 		kube: kube, mysql: client,
@@ -201,11 +202,11 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		return ctrl.After(waitInterval), c.pending(ctx, cached, why)
 	}
 	// Checked now, so that a restore never stops writes for a Secret that is not there.
-	if _, err := backup.StorageConfig(ctx, c.kube, bk); err != nil {
+	if _, err := job.StorageConfig(ctx, c.kube, bk); err != nil {
 		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
 	}
 	status := cached.Status.DeepCopy()
-	status.Phase, status.Step, status.Method = v1alpha1.JobRunning, v1alpha1.RestoreFencing, backup.Method(bk)
+	status.Phase, status.Step, status.Method = v1alpha1.JobRunning, v1alpha1.RestoreFencing, job.Method(bk)
 	status.GTIDPosition = bk.Status.GTIDPosition
 	now := metav1.NewTime(c.now())
 	status.StartTime = &now
@@ -268,21 +269,21 @@ func (c *Controller) run(ctx context.Context, key cache.ObjectName, cached *v1al
 }
 
 // agentOf returns a client of member's agent.
-func (c *Controller) agentOf(cl *v1alpha1.MySQLCluster, member string) (*agent.Client, error) {
-	return backup.AgentClient(c.secrets, c.resolve, cl, member)
+func (c *Controller) agentOf(cl *v1alpha1.MySQLCluster, member string) (*agentapi.Client, error) {
+	return agents.Client(c.secrets, c.resolve, cl, member)
 }
 
 // request is the agent request of restore r from backup b.
-func (c *Controller) request(ctx context.Context, r *v1alpha1.MySQLRestore) (agent.BackupRequest, *v1alpha1.MySQLBackup, error) {
+func (c *Controller) request(ctx context.Context, r *v1alpha1.MySQLRestore) (agentapi.BackupRequest, *v1alpha1.MySQLBackup, error) {
 	bk, err := c.backups.MySQLBackups(r.Namespace).Get(r.Spec.BackupRef.Name)
 	if err != nil {
-		return agent.BackupRequest{}, nil, fmt.Errorf("MySQLBackup %s: %w", r.Spec.BackupRef.Name, err)
+		return agentapi.BackupRequest{}, nil, fmt.Errorf("MySQLBackup %s: %w", r.Spec.BackupRef.Name, err)
 	}
-	store, err := backup.StorageConfig(ctx, c.kube, bk)
+	store, err := job.StorageConfig(ctx, c.kube, bk)
 	if err != nil {
-		return agent.BackupRequest{}, nil, err
+		return agentapi.BackupRequest{}, nil, err
 	}
-	return agent.BackupRequest{ID: string(r.UID), Method: string(r.Status.Method), Object: backup.ObjectName(bk), Storage: store,
+	return agentapi.BackupRequest{ID: string(r.UID), Method: string(r.Status.Method), Object: job.ObjectName(bk), Storage: store,
 		SHA256: bk.Status.SHA256, TimeoutSeconds: int64(timeout(r).Seconds())}, bk, nil
 }
 

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/backup"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/job"
 )
 
 // The functions in this file decide; they do no I/O and never modify their arguments.
@@ -27,7 +27,7 @@ func readyToStart(b *v1alpha1.MySQLBackup, cl *v1alpha1.MySQLCluster, self strin
 	if other := cl.Annotations[restoreAnnotation]; other != "" && other != self {
 		return fmt.Sprintf("waiting for MySQLRestore %s of the cluster to finish: one restore runs at a time", other), false
 	}
-	if backup.Method(b) == v1alpha1.BackupPhysical {
+	if job.Method(b) == v1alpha1.BackupPhysical {
 		ready := 0
 		for _, in := range cl.Status.Instances {
 			if in.Ready {
@@ -64,7 +64,7 @@ type staging struct {
 // answer is what one member's agent said about the restore: its state, or lost (it knows
 // nothing of it), or an error (it could not be asked).
 type answer struct {
-	State *agent.BackupState
+	State *agentapi.BackupState
 	Lost  bool
 	Err   error
 }
@@ -77,9 +77,9 @@ func decideStaging(members []string, answers map[string]answer) staging {
 		switch {
 		case a.Lost:
 			return staging{Failed: fmt.Sprintf("the agent of %s restarted while staging the restore", m)}
-		case a.Err != nil || a.State == nil || a.State.Phase == agent.BackupRunning:
+		case a.Err != nil || a.State == nil || a.State.Phase == agentapi.BackupRunning:
 			s.Waiting = append(s.Waiting, m)
-		case a.State.Phase == agent.BackupFailed:
+		case a.State.Phase == agentapi.BackupFailed:
 			return staging{Failed: fmt.Sprintf("%s could not stage the backup: %s", m, a.State.Error)}
 		}
 	}
@@ -116,7 +116,7 @@ func decideRestarts(members []string, primary string, answers map[string]answer,
 		if answers[m].Lost {
 			return restarts{Failed: fmt.Sprintf("%s no longer holds the committed restore: it did not restart onto the restored data", m)}
 		}
-		if phase(m) != agent.RestoreApplied {
+		if phase(m) != agentapi.RestoreApplied {
 			r.Waiting = append(r.Waiting, m)
 		}
 	}
@@ -125,11 +125,11 @@ func decideRestarts(members []string, primary string, answers map[string]answer,
 		return r
 	}
 	restart := func(m string) {
-		if phase(m) == agent.RestoreCommitted && !slices.Contains(restarted, m) {
+		if phase(m) == agentapi.RestoreCommitted && !slices.Contains(restarted, m) {
 			r.Delete = append(r.Delete, m)
 		}
 	}
-	if phase(primary) != agent.RestoreApplied {
+	if phase(primary) != agentapi.RestoreApplied {
 		restart(primary)
 		return r
 	}
@@ -144,7 +144,7 @@ func decideRestarts(members []string, primary string, answers map[string]answer,
 // decideRejoined reports which members do not yet play their part again after a physical
 // restore: the primary answers (it stays read-only until the fence is lifted) and every
 // replica replicates with both threads running.
-func decideRejoined(members []string, primary string, status map[string]*agent.StatusJSON) []string {
+func decideRejoined(members []string, primary string, status map[string]*agentapi.StatusJSON) []string {
 	var waiting []string
 	for _, m := range members {
 		st := status[m]

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
@@ -55,11 +55,11 @@ func TestReadyToStart(t *testing.T) {
 	}
 }
 
-func st(phase string) answer { return answer{State: &agent.BackupState{Phase: phase}} }
+func st(phase string) answer { return answer{State: &agentapi.BackupState{Phase: phase}} }
 
 func TestDecideStaging(t *testing.T) {
 	members := []string{"db-0", "db-1", "db-2"}
-	failed := st(agent.BackupFailed)
+	failed := st(agentapi.BackupFailed)
 	failed.State.Error = "mbstream -x failed: no space left on device"
 	for _, tc := range []struct {
 		name    string
@@ -68,11 +68,11 @@ func TestDecideStaging(t *testing.T) {
 		failed  string
 		waiting string
 	}{
-		{"all staged", map[string]answer{"db-0": st(agent.RestoreStaged), "db-1": st(agent.RestoreStaged), "db-2": st(agent.RestoreCommitted)}, true, "", "[]"},
-		{"one unpacking, one not answering", map[string]answer{"db-0": st(agent.RestoreStaged), "db-1": st(agent.BackupRunning), "db-2": {Err: errors.New("timeout")}},
+		{"all staged", map[string]answer{"db-0": st(agentapi.RestoreStaged), "db-1": st(agentapi.RestoreStaged), "db-2": st(agentapi.RestoreCommitted)}, true, "", "[]"},
+		{"one unpacking, one not answering", map[string]answer{"db-0": st(agentapi.RestoreStaged), "db-1": st(agentapi.BackupRunning), "db-2": {Err: errors.New("timeout")}},
 			false, "", "[db-1 db-2]"},
-		{"one failed", map[string]answer{"db-0": st(agent.RestoreStaged), "db-1": failed, "db-2": st(agent.BackupRunning)}, false, "db-1 could not stage the backup: mbstream", "[]"},
-		{"one agent restarted", map[string]answer{"db-0": st(agent.RestoreStaged), "db-1": st(agent.RestoreStaged), "db-2": {Lost: true}}, false, "agent of db-2 restarted", "[]"},
+		{"one failed", map[string]answer{"db-0": st(agentapi.RestoreStaged), "db-1": failed, "db-2": st(agentapi.BackupRunning)}, false, "db-1 could not stage the backup: mbstream", "[]"},
+		{"one agent restarted", map[string]answer{"db-0": st(agentapi.RestoreStaged), "db-1": st(agentapi.RestoreStaged), "db-2": {Lost: true}}, false, "agent of db-2 restarted", "[]"},
 	} {
 		s := decideStaging(members, tc.answers)
 		if s.Done != tc.done || (tc.failed == "") != (s.Failed == "") || !strings.Contains(s.Failed, tc.failed) || fmt.Sprint(s.Waiting) != tc.waiting {
@@ -95,38 +95,38 @@ func TestDecideRestarts(t *testing.T) {
 	}{
 		{
 			name: "the primary restarts first", primary: "db-1",
-			answers: map[string]answer{"db-0": st(agent.RestoreCommitted), "db-1": st(agent.RestoreCommitted), "db-2": st(agent.RestoreCommitted)},
+			answers: map[string]answer{"db-0": st(agentapi.RestoreCommitted), "db-1": st(agentapi.RestoreCommitted), "db-2": st(agentapi.RestoreCommitted)},
 			delete:  "[db-1]",
 		},
 		{
 			name: "nothing else while the primary restarts", primary: "db-1", restarted: []string{"db-1"},
-			answers: map[string]answer{"db-0": st(agent.RestoreCommitted), "db-1": down, "db-2": st(agent.RestoreCommitted)},
+			answers: map[string]answer{"db-0": st(agentapi.RestoreCommitted), "db-1": down, "db-2": st(agentapi.RestoreCommitted)},
 			delete:  "[]",
 		},
 		{
 			// Its old agent may still answer until the pod is gone: it is not deleted twice.
 			name: "a restarted primary is not deleted again", primary: "db-1", restarted: []string{"db-1"},
-			answers: map[string]answer{"db-0": st(agent.RestoreCommitted), "db-1": st(agent.RestoreCommitted), "db-2": st(agent.RestoreCommitted)},
+			answers: map[string]answer{"db-0": st(agentapi.RestoreCommitted), "db-1": st(agentapi.RestoreCommitted), "db-2": st(agentapi.RestoreCommitted)},
 			delete:  "[]",
 		},
 		{
 			name: "then every replica at once", primary: "db-1", restarted: []string{"db-1"},
-			answers: map[string]answer{"db-0": st(agent.RestoreCommitted), "db-1": st(agent.RestoreApplied), "db-2": st(agent.RestoreCommitted)},
+			answers: map[string]answer{"db-0": st(agentapi.RestoreCommitted), "db-1": st(agentapi.RestoreApplied), "db-2": st(agentapi.RestoreCommitted)},
 			delete:  "[db-0 db-2]",
 		},
 		{
 			name: "replicas restarting", primary: "db-1", restarted: []string{"db-1", "db-0", "db-2"},
-			answers: map[string]answer{"db-0": down, "db-1": st(agent.RestoreApplied), "db-2": st(agent.RestoreApplied)},
+			answers: map[string]answer{"db-0": down, "db-1": st(agentapi.RestoreApplied), "db-2": st(agentapi.RestoreApplied)},
 			delete:  "[]",
 		},
 		{
 			name: "all on the restored data", primary: "db-1", restarted: []string{"db-1", "db-0", "db-2"},
-			answers: map[string]answer{"db-0": st(agent.RestoreApplied), "db-1": st(agent.RestoreApplied), "db-2": st(agent.RestoreApplied)},
+			answers: map[string]answer{"db-0": st(agentapi.RestoreApplied), "db-1": st(agentapi.RestoreApplied), "db-2": st(agentapi.RestoreApplied)},
 			delete:  "[]", done: true,
 		},
 		{
 			name: "a member that lost the committed restore", primary: "db-1", restarted: []string{"db-1"},
-			answers: map[string]answer{"db-0": {Lost: true}, "db-1": st(agent.RestoreApplied), "db-2": st(agent.RestoreCommitted)},
+			answers: map[string]answer{"db-0": {Lost: true}, "db-1": st(agentapi.RestoreApplied), "db-2": st(agentapi.RestoreCommitted)},
 			delete:  "[]", failed: "db-0 no longer holds",
 		},
 	} {
@@ -139,17 +139,17 @@ func TestDecideRestarts(t *testing.T) {
 
 func TestDecideRejoined(t *testing.T) {
 	members := []string{"db-0", "db-1", "db-2"}
-	readOnlyPrimary := &agent.StatusJSON{ReadOnly: true}
-	replica := &agent.StatusJSON{ReadOnly: true, Ready: true}
-	notYet := &agent.StatusJSON{ReadOnly: true, Reason: "read-only and not replicating"}
+	readOnlyPrimary := &agentapi.StatusJSON{ReadOnly: true}
+	replica := &agentapi.StatusJSON{ReadOnly: true, Ready: true}
+	notYet := &agentapi.StatusJSON{ReadOnly: true, Reason: "read-only and not replicating"}
 	for _, tc := range []struct {
 		name   string
-		status map[string]*agent.StatusJSON
+		status map[string]*agentapi.StatusJSON
 		want   string
 	}{
-		{"every replica follows the fenced primary", map[string]*agent.StatusJSON{"db-0": readOnlyPrimary, "db-1": replica, "db-2": replica}, "[]"},
-		{"a replica not yet configured", map[string]*agent.StatusJSON{"db-0": readOnlyPrimary, "db-1": notYet, "db-2": replica}, "[db-1]"},
-		{"the primary does not answer", map[string]*agent.StatusJSON{"db-1": replica, "db-2": replica}, "[db-0]"},
+		{"every replica follows the fenced primary", map[string]*agentapi.StatusJSON{"db-0": readOnlyPrimary, "db-1": replica, "db-2": replica}, "[]"},
+		{"a replica not yet configured", map[string]*agentapi.StatusJSON{"db-0": readOnlyPrimary, "db-1": notYet, "db-2": replica}, "[db-1]"},
+		{"the primary does not answer", map[string]*agentapi.StatusJSON{"db-1": replica, "db-2": replica}, "[db-0]"},
 	} {
 		if got := fmt.Sprint(decideRejoined(members, "db-0", tc.status)); got != tc.want {
 			t.Errorf("%s: waiting for %s, want %s", tc.name, got, tc.want)

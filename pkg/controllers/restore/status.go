@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/job"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 )
@@ -102,7 +103,7 @@ func timeout(r *v1alpha1.MySQLRestore) time.Duration {
 // setComplete sets the Complete condition and reports whether it changed.
 func setComplete(st *v1alpha1.MySQLRestoreStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {
 	st.ObservedGeneration = gen
-	return objects.SetComplete(&st.Conditions, gen, status, reason, msg)
+	return job.SetComplete(&st.Conditions, gen, status, reason, msg)
 }
 
 func (c *Controller) writeStatus(ctx context.Context, cached *v1alpha1.MySQLRestore, st *v1alpha1.MySQLRestoreStatus) error {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
@@ -75,13 +75,13 @@ func (c *Controller) loading(ctx context.Context, key cache.ObjectName, cached *
 	}
 	st, err := client.Restore(ctx, string(cached.UID))
 	switch {
-	case errors.Is(err, agent.ErrBackupNotFound):
+	case errors.Is(err, agentapi.ErrBackupNotFound):
 		return ctrl.Result{}, c.finish(ctx, cached, cl, false, "the agent of "+m+" restarted during the restore (the data may be partly loaded)")
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("follow restore %s on %s: %w", key, m, err)
-	case st.Phase == agent.BackupFailed:
+	case st.Phase == agentapi.BackupFailed:
 		return ctrl.Result{}, c.finish(ctx, cached, cl, false, st.Error+" (the data may be partly loaded)")
-	case st.Phase == agent.BackupRunning:
+	case st.Phase == agentapi.BackupRunning:
 		return ctrl.After(pollInterval), nil
 	}
 	return c.resume(ctx, key, cached, cl, fmt.Sprintf("Loaded %s (%d bytes) through the primary %s", st.Location, st.Size, m))
@@ -97,7 +97,7 @@ func (c *Controller) ask(ctx context.Context, cl *v1alpha1.MySQLCluster, r *v1al
 			continue
 		}
 		st, err := client.Restore(ctx, string(r.UID))
-		if errors.Is(err, agent.ErrBackupNotFound) {
+		if errors.Is(err, agentapi.ErrBackupNotFound) {
 			out[m] = answer{Lost: true}
 			continue
 		}
@@ -121,7 +121,7 @@ func (c *Controller) staging(ctx context.Context, key cache.ObjectName, cached *
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if _, err := client.CommitRestore(ctx, string(cached.UID)); errors.Is(err, agent.ErrBackupNotFound) {
+		if _, err := client.CommitRestore(ctx, string(cached.UID)); errors.Is(err, agentapi.ErrBackupNotFound) {
 			return ctrl.Result{}, c.abort(ctx, cached, cl, m+" lost the staged restore before it was committed")
 		} else if err != nil {
 			return ctrl.Result{}, fmt.Errorf("commit restore %s on %s: %w", key, m, err)
@@ -177,7 +177,7 @@ func (c *Controller) deletePod(ctx context.Context, cl *v1alpha1.MySQLCluster, m
 
 // rejoining waits until the restarted replicas follow the primary, then lets writes resume.
 func (c *Controller) rejoining(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster) (ctrl.Result, error) {
-	status := map[string]*agent.StatusJSON{}
+	status := map[string]*agentapi.StatusJSON{}
 	for _, m := range cached.Status.Members {
 		if client, err := c.agentOf(cl, m); err == nil {
 			status[m], _ = client.Status(ctx)

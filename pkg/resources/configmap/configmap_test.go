@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
@@ -89,7 +89,7 @@ func TestHoldsDataIsOutsideTheRestartHash(t *testing.T) {
 		t.Error("Hash differs from the hash of the data earlier versions took")
 	}
 	// Init reads the key as a file beside my.cnf under the agent's name for it.
-	if KeyHoldsData != agent.FileHoldsData {
-		t.Errorf("ConfigMap key %q, agent file %q", KeyHoldsData, agent.FileHoldsData)
+	if KeyHoldsData != agentapi.FileHoldsData {
+		t.Errorf("ConfigMap key %q, agent file %q", KeyHoldsData, agentapi.FileHoldsData)
 	}
 }

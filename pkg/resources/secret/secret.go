@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
@@ -117,7 +117,7 @@ func Missing(c *v1alpha1.MySQLCluster, existing map[string][]byte) []string {
 const certificateLifetime = 10 * 365 * 24 * time.Hour
 
 // AgentCertificate returns a new self-signed ECDSA P-256 serving certificate for
-// agent.ServerName and its private key, both PEM. The key comes from crypto/rand.
+// agentapi.ServerName and its private key, both PEM. The key comes from crypto/rand.
 func AgentCertificate(now time.Time) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), crand.Reader)
 	if err != nil {
@@ -129,8 +129,8 @@ func AgentCertificate(now time.Time) (certPEM, keyPEM []byte, err error) {
 	}
 	tpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: agent.ServerName},
-		DNSNames:              []string{agent.ServerName},
+		Subject:               pkix.Name{CommonName: agentapi.ServerName},
+		DNSNames:              []string{agentapi.ServerName},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(certificateLifetime),
 		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,

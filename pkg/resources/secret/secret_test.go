@@ -18,7 +18,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
@@ -115,8 +115,8 @@ func TestAgentCertificate(t *testing.T) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(leaf)
-	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: agent.ServerName, Roots: pool}); err != nil {
-		t.Errorf("the certificate does not verify for %s: %v", agent.ServerName, err)
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: agentapi.ServerName, Roots: pool}); err != nil {
+		t.Errorf("the certificate does not verify for %s: %v", agentapi.ServerName, err)
 	}
 	if left := time.Until(leaf.NotAfter); left < 9*365*24*time.Hour {
 		t.Errorf("the certificate expires in %v", left)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/backup/executor"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -125,10 +126,10 @@ func run(t *benchutil.T, size int64) error {
 		User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: tools})
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
-	client := &agent.Client{BaseURL: api.URL, Token: "bench-token"}
+	client := &agentapi.Client{BaseURL: api.URL, Token: "bench-token"}
 	cfg := gw.Config("bench")
-	restoreReq := func(method string) agent.BackupRequest {
-		return agent.BackupRequest{ID: method + "-restore", Method: method, Object: method, SHA256: stored[method].SHA256, Storage: agent.StorageConfig{
+	restoreReq := func(method string) agentapi.BackupRequest {
+		return agentapi.BackupRequest{ID: method + "-restore", Method: method, Object: method, SHA256: stored[method].SHA256, Storage: agentapi.StorageConfig{
 			Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
 			AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}}
 	}
@@ -147,7 +148,7 @@ func run(t *benchutil.T, size int64) error {
 	}
 	resetPeak()
 	start = time.Now()
-	st, err := runRestore(ctx, client, restoreReq(executor.Logical), agent.BackupComplete)
+	st, err := runRestore(ctx, client, restoreReq(executor.Logical), agentapi.BackupComplete)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func run(t *benchutil.T, size int64) error {
 	resetPeak()
 	start = time.Now()
 	req := restoreReq(executor.Physical)
-	st, err = runRestore(ctx, client, req, agent.RestoreStaged)
+	st, err = runRestore(ctx, client, req, agentapi.RestoreStaged)
 	if err != nil {
 		return err
 	}
@@ -203,7 +204,7 @@ func run(t *benchutil.T, size int64) error {
 }
 
 // runRestore starts a restore through the agent and waits until it reaches done.
-func runRestore(ctx context.Context, c *agent.Client, req agent.BackupRequest, done string) (*agent.BackupState, error) {
+func runRestore(ctx context.Context, c *agentapi.Client, req agentapi.BackupRequest, done string) (*agentapi.BackupState, error) {
 	if _, err := c.StartRestore(ctx, req); err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func runRestore(ctx context.Context, c *agent.Client, req agent.BackupRequest, d
 		switch {
 		case err != nil:
 			return nil, err
-		case st.Phase == agent.BackupFailed:
+		case st.Phase == agentapi.BackupFailed:
 			return nil, fmt.Errorf("restore %s: %s", req.ID, st.Error)
 		case st.Phase == done:
 			return st, nil

@@ -20,17 +20,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 )
 
-// SetComplete sets the Complete condition of a job (a backup or a restore) in conds for
-// generation and reports whether its status, reason or message changed (worth an event).
-func SetComplete(conds *[]metav1.Condition, generation int64, status metav1.ConditionStatus, reason, message string) bool {
-	prev := meta.FindStatusCondition(*conds, v1alpha1.ConditionComplete)
-	changed := prev == nil || prev.Status != status || prev.Reason != reason || prev.Message != message
-	meta.SetStatusCondition(conds, metav1.Condition{
-		Type: v1alpha1.ConditionComplete, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
-	})
-	return changed
-}
-
 // SetReady sets the Ready condition in conds for generation and reports whether the
 // condition's status changed (a transition, worth an event).
 func SetReady(conds *[]metav1.Condition, generation int64, ready bool, reason, message string) bool {

@@ -1,4 +1,4 @@
-package agent
+package agentapi
 
 import (
 	"bytes"
@@ -140,12 +140,13 @@ func (c *Client) DiscardRestore(ctx context.Context, id string) error {
 
 // Status returns the member's state as its agent reads it.
 func (c *Client) Status(ctx context.Context) (*StatusJSON, error) {
-	st, _, err := c.status(ctx)
+	st, _, err := c.Probe(ctx)
 	return st, err
 }
 
-// status is Status with the HTTP status code (0 when nothing answered).
-func (c *Client) status(ctx context.Context) (*StatusJSON, int, error) {
+// Probe is Status with the HTTP status code (0 when nothing answered): an agent that answers
+// with an error still shows that its pod runs.
+func (c *Client) Probe(ctx context.Context) (*StatusJSON, int, error) {
 	var st StatusJSON
 	code, err := c.do(ctx, http.MethodGet, "/api/v1/status", nil, &st)
 	if err != nil {
@@ -159,4 +160,17 @@ func (c *Client) status(ctx context.Context) (*StatusJSON, int, error) {
 // closes it.
 func (c *Client) Seed(ctx context.Context) (*http.Response, error) {
 	return c.call(ctx, http.MethodGet, "/api/v1/seed", nil)
+}
+
+// KillServer asks the agent to SIGKILL its server (POST /api/v1/server/kill).
+func (c *Client) KillServer(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodPost, "/api/v1/server/kill", struct{}{}, nil)
+	return err
+}
+
+// Reseed asks the agent to have its member re-seeded from a peer at its next start
+// (POST /api/v1/reseed); the caller then restarts the member's pod.
+func (c *Client) Reseed(ctx context.Context, reason string) error {
+	_, err := c.do(ctx, http.MethodPost, "/api/v1/reseed", ReseedRequest{Reason: reason}, nil)
+	return err
 }
