@@ -300,7 +300,7 @@ func (s *suite) reseedKilled(since time.Time) *corev1.Pod {
 		t.Fatalf("%s: errant write on %s: %v", reseedKilled, victim.Name, err)
 	}
 	eventually(t, time.Minute, "a re-seed of "+victim.Name+" begun", func(ctx context.Context) (bool, error) {
-		list, err := lc.CP.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + events.MemberReseeded})
+		list, err := lc.CP.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + events.MemberReseeded.Reason})
 		if err != nil {
 			return false, nil
 		}

@@ -189,7 +189,7 @@ func TestBackupsToS3(t *testing.T) {
 	if hex.EncodeToString(h.Sum(nil)) != b.Status.SHA256 || !strings.Contains(string(dump), "CREATE TABLE `t`") {
 		t.Fatalf("stored object: checksum %s (status %s), dump of %d bytes", hex.EncodeToString(h.Sum(nil)), b.Status.SHA256, len(dump))
 	}
-	if _, ok := event(t, ns, "nightly", reasons.BackupCompleted); !ok {
+	if _, ok := event(t, ns, "nightly", reasons.BackupCompleted.Reason); !ok {
 		t.Error("no BackupCompleted event")
 	}
 
@@ -229,7 +229,7 @@ func TestBackupsToS3(t *testing.T) {
 		t.Fatalf("restore status %+v", undo.Status)
 	}
 	// Writes were stopped for the load and resumed after it.
-	for _, want := range []string{reasons.WritesStopped, reasons.WritesResumed} {
+	for _, want := range []string{reasons.WritesStopped.Reason, reasons.WritesResumed.Reason} {
 		if _, ok := event(t, ns, "db", want); !ok {
 			t.Errorf("no %s event on the cluster", want)
 		}

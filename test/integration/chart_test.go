@@ -85,14 +85,14 @@ func TestHelmChartRBACIsEnough(t *testing.T) {
 			if from := np.Spec.Ingress[1].From[1]; from.NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != opNS || from.PodSelector.MatchLabels["app.kubernetes.io/instance"] != release {
 				t.Errorf("the agent port admits %+v, not the chart's operator pods", from)
 			}
-			if _, ok := event(t, watched, "db", reasons.Created); !ok {
+			if _, ok := event(t, watched, "db", reasons.Created.Reason); !ok {
 				t.Error("no Created event: the ServiceAccount cannot record events")
 			}
 			ctx := context.Background()
 			if _, err := mysql.MysqlopV1alpha1().MySQLUsers(watched).Create(ctx, newUser(watched, "app", "app-password"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitUserReady(t, watched, "app", reasons.SecretNotFound)
+			waitUserReady(t, watched, "app", v1alpha1.ReasonSecretNotFound)
 			putSecret(t, watched, "app-password", "x-Pa55")
 			// The per-Secret watch needs list and watch on Secrets; the cluster has no primary
 			// with clustering off, so the user moves on to waiting for it.

@@ -244,12 +244,12 @@ func TestPhysicalRestore(t *testing.T) {
 	if c := getCluster(t, ns, "db"); !strings.HasPrefix(c.Annotations[v1alpha1.AnnotationDataRestored], "back/") {
 		t.Errorf("cluster annotations after the restore: %v", c.Annotations)
 	}
-	for _, want := range []string{reasons.WritesStopped, reasons.WritesResumed, reasons.MemberRestarted} {
+	for _, want := range []string{reasons.WritesStopped.Reason, reasons.WritesResumed.Reason, reasons.MemberRestarted.Reason} {
 		if _, ok := event(t, ns, "db", want); !ok {
 			t.Errorf("no %s event on the cluster", want)
 		}
 	}
-	if _, ok := event(t, ns, "back", reasons.RestoreCompleted); !ok {
+	if _, ok := event(t, ns, "back", reasons.RestoreCompleted.Reason); !ok {
 		t.Error("no RestoreCompleted event")
 	}
 

@@ -158,8 +158,8 @@ func TestUsersAndDatabasesOnMariaDB(t *testing.T) {
 	if _, err := users.Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitUserReady(t, ns, "app", reasons.SecretNotFound)
-	if _, ok := event(t, ns, "app", reasons.SecretNotFound); !ok {
+	waitUserReady(t, ns, "app", v1alpha1.ReasonSecretNotFound)
+	if _, ok := event(t, ns, "app", reasons.SecretNotFound.Reason); !ok {
 		t.Error("no SecretNotFound event")
 	}
 	if st := accountOn(t, servers[0], "app"); st != nil {
@@ -213,7 +213,7 @@ func TestUsersAndDatabasesOnMariaDB(t *testing.T) {
 	if logsIn(servers[0], "app", "first-Pa55") == nil {
 		t.Error("the old password still logs in")
 	}
-	if _, ok := event(t, ns, "app", reasons.PasswordRotated); !ok {
+	if _, ok := event(t, ns, "app", reasons.PasswordRotated.Reason); !ok {
 		t.Error("no PasswordRotated event")
 	}
 
@@ -389,7 +389,7 @@ func TestTargetSelectorsSplitTheWork(t *testing.T) {
 		eventually(t, 30*time.Second, "cluster of team "+team+" handled by its operator", func(context.Context) (bool, error) {
 			return getCluster(t, ns, "db-"+team).Status.OperatorVersion == "v0.0.1-team-"+team, nil
 		})
-		waitUserReady(t, ns, "u-"+team, reasons.SecretNotFound)
+		waitUserReady(t, ns, "u-"+team, v1alpha1.ReasonSecretNotFound)
 	}
 	// Both operators have had time to act on everything they see.
 	time.Sleep(2 * time.Second)
@@ -426,7 +426,7 @@ func TestOperatorWatchesAListOfNamespaces(t *testing.T) {
 			_, err := cp.Kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
 			return err == nil, nil
 		})
-		waitUserReady(t, ns, "u", reasons.SecretNotFound)
+		waitUserReady(t, ns, "u", v1alpha1.ReasonSecretNotFound)
 	}
 	time.Sleep(2 * time.Second)
 	if _, err := cp.Kube.AppsV1().StatefulSets(nss[2]).Get(ctx, "db", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

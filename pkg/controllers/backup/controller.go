@@ -17,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -181,7 +180,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 		_ = c.pending(ctx, cached, fmt.Sprintf("member %s did not take the backup: %v", member, err))
 		return ctrl.Result{}, fmt.Errorf("start backup %s on %s: %w", key, member, err)
 	}
-	c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupStarted, "Member %s takes a %s backup to %s", member, job.Method(cached), st.Location)
+	events.BackupStarted.Record(c.recorder, cached, member, job.Method(cached), st.Location)
 	klog.FromContext(ctx).Info("Backup started", "backup", klog.KObj(cached), "member", member, "location", st.Location)
 	status := cached.Status.DeepCopy()
 	status.Phase, status.Member, status.Location = v1alpha1.JobRunning, member, st.Location
@@ -258,7 +257,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	}
 	msg := fmt.Sprintf("Stored %d bytes at %s, consistent with GTID %s", st.Size, st.Location, st.GTID)
 	setComplete(status, cached.Generation, metav1.ConditionTrue, v1alpha1.ReasonCompleted, msg)
-	c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupCompleted, msg)
+	events.BackupCompleted.Record(c.recorder, cached, st.Size, st.Location, st.GTID)
 	c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, key)
 	return ctrl.Result{}, c.writeStatus(ctx, cached, status)
 }
@@ -268,7 +267,7 @@ func (c *Controller) fail(ctx context.Context, cached *v1alpha1.MySQLBackup, sta
 	now := metav1.NewTime(c.now())
 	status.CompletionTime = &now
 	setComplete(status, cached.Generation, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
-	c.recorder.Event(cached, corev1.EventTypeWarning, events.BackupFailed, msg)
+	events.BackupFailed.Record(c.recorder, cached, msg)
 	c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, cache.MetaObjectToName(cached))
 	return c.writeStatus(ctx, cached, status)
 }
@@ -277,7 +276,7 @@ func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLBackup, 
 	status := cached.Status.DeepCopy()
 	status.Phase = v1alpha1.JobPending
 	if setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonWaiting, msg) {
-		c.recorder.Event(cached, corev1.EventTypeNormal, events.BackupWaiting, msg)
+		events.BackupWaiting.Record(c.recorder, cached, msg)
 	}
 	return c.writeStatus(ctx, cached, status)
 }
@@ -300,7 +299,7 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 		if err := store.Delete(ctx, job.ObjectName(cached)); err != nil {
 			return err
 		}
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupDeleted, "Deleted %s (deletionPolicy Delete)", cached.Status.Location)
+		events.BackupDeleted.Record(c.recorder, cached, cached.Status.Location)
 	}
 	return objects.RemoveFinalizers(ctx, cached, c.mysql.MysqlopV1alpha1().MySQLBackups(cached.Namespace).Update, v1alpha1.FinalizerBackup)
 }

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -166,7 +165,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	if err != nil {
 		// No retry: the next edit of the spec brings the schedule back.
 		if setReady(status, cached.Generation, false, v1alpha1.ReasonInvalidSchedule, err.Error()) {
-			c.recorder.Event(cached, corev1.EventTypeWarning, events.InvalidSpec, err.Error())
+			events.InvalidSpec.Record(c.recorder, cached, err.Error())
 		}
 		return ctrl.Result{}, c.writeStatus(ctx, cached, status)
 	}
@@ -191,7 +190,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, fmt.Errorf("prune backup %s: %w", name, err)
 		}
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupPruned, "Deleted backup %s: retention no longer keeps it", name)
+		events.BackupPruned.Record(c.recorder, cached, name)
 	}
 	for _, name := range p.Replace {
 		if err := client.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -200,7 +199,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	}
 	switch {
 	case p.Skipped:
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.BackupSkipped, "Skipped the backup due at %s: %v still running (concurrencyPolicy Forbid)", p.Due.UTC().Format(time.RFC3339), p.Active)
+		events.BackupSkipped.Record(c.recorder, cached, p.Due.UTC().Format(time.RFC3339), p.Active)
 		status.LastScheduleTime = &metav1.Time{Time: p.Due}
 	case !p.Due.IsZero():
 		name, err := c.create(ctx, cached, p.Due)
@@ -244,7 +243,7 @@ func (c *Controller) create(ctx context.Context, s *v1alpha1.MySQLBackupSchedule
 	if err != nil {
 		return "", fmt.Errorf("create backup %s: %w", name, err)
 	}
-	c.recorder.Eventf(s, corev1.EventTypeNormal, events.BackupScheduled, "Created backup %s for %s", name, t.UTC().Format(time.RFC3339))
+	events.BackupScheduled.Record(c.recorder, s, name, t.UTC().Format(time.RFC3339))
 	return name, nil
 }
 

@@ -72,7 +72,7 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 			return zero, fmt.Errorf("create %s %s: %w", ops.kind, name, err)
 		}
 		logger.V(2).Info("Created child", "kind", ops.kind, "object", klog.KObj(created))
-		c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.Created, "Created %s %s", ops.kind, name)
+		events.Created.Record(c.recorder, cluster, ops.kind, name)
 		return created, nil
 	}
 	if err != nil {
@@ -90,7 +90,7 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 		return zero, fmt.Errorf("update %s %s: %w", ops.kind, name, err)
 	}
 	logger.V(2).Info("Updated child", "kind", ops.kind, "object", klog.KObj(updated))
-	c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.Updated, "Updated %s %s", ops.kind, name)
+	events.Updated.Record(c.recorder, cluster, ops.kind, name)
 	return updated, nil
 }
 

@@ -178,22 +178,21 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		switch {
 		case err != nil:
 			logger.Error(err, "Clustering operation failed", "op", d.Op.Kind)
-			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.ClusteringFailed, "%s failed: %v", d.Op.Kind, err)
+			events.ClusteringFailed.Record(c.recorder, cluster, d.Op.Kind, err)
 		case d.Op.Kind == clustering.OpFailover:
-			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.FailOver, "Primary %s is down: promoted %s", name(d.Op.From), name(d.Op.Primary))
+			events.FailOver.Record(c.recorder, cluster, name(d.Op.From), name(d.Op.Primary))
 		case d.Op.Kind == clustering.OpSwitchover:
-			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.SwitchOver, "Switched over from %s to %s", name(d.Op.From), name(d.Op.Primary))
+			events.SwitchOver.Record(c.recorder, cluster, name(d.Op.From), name(d.Op.Primary))
 		case d.Op.Kind == clustering.OpFenceWritable && slices.Equal(d.Op.Targets, []int{d.Op.Primary}):
-			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.WritesStopped, "Made primary %s read-only: writes are stopped (%s)", name(d.Op.Primary), cfg.fence)
+			events.WritesStopped.Record(c.recorder, cluster, name(d.Op.Primary), cfg.fence)
 		case d.Op.Kind == clustering.OpReseed:
-			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.MemberReseeded,
-				"%s diverged from the primary %s: re-seeding it from a healthy peer (its own transactions are discarded)", podNames(d.Op.Targets, name), name(d.Primary))
+			events.MemberReseeded.Record(c.recorder, cluster, podNames(d.Op.Targets, name), name(d.Primary))
 		case d.Op.Kind == clustering.OpFenceWritable:
-			c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.FencedWritable, "Made %v read-only: only the primary %s may be writable", podNames(d.Op.Targets, name), name(d.Op.Primary))
+			events.FencedWritable.Record(c.recorder, cluster, podNames(d.Op.Targets, name), name(d.Op.Primary))
 		}
 		for _, e := range d.Errant {
 			if !slices.Contains(before, e) {
-				c.recorder.Eventf(cluster, corev1.EventTypeWarning, events.ErrantReplica, "%s has transactions the primary does not have; it is out of service until re-seeded", name(e))
+				events.ErrantReplica.Record(c.recorder, cluster, name(e))
 			}
 		}
 		r.mu.Lock()

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
-	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
@@ -349,10 +348,10 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 		set(v1alpha1.ConditionAccepted, metav1.ConditionTrue, v1alpha1.ReasonAccepted, "The spec was accepted.")
 	}
 	if len(o.Conflicts) > 0 {
-		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.ErrResourceExists,
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonErrResourceExists,
 			"Not controlled by this MySQLCluster, left unchanged: "+strings.Join(o.Conflicts, ", "))
 	} else if o.MissingSecret != "" {
-		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, events.SecretNotFound, o.MissingSecret+": the members cannot start until it exists")
+		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonSecretNotFound, o.MissingSecret+": the members cannot start until it exists")
 	} else if o.ChildError != "" {
 		set(v1alpha1.ConditionSynced, metav1.ConditionFalse, v1alpha1.ReasonSyncFailed, "Creating or updating a child failed: "+o.ChildError)
 	} else {
@@ -411,7 +410,7 @@ func invalidStatus(prev v1alpha1.MySQLClusterStatus, c *v1alpha1.MySQLCluster, m
 	st.ObservedGeneration = c.Generation
 	st.Phase = v1alpha1.ClusterInvalid
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: events.InvalidSpec,
+		Type: v1alpha1.ConditionAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidSpec,
 		Message: msg, ObservedGeneration: c.Generation,
 	})
 	return st

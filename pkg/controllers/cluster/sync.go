@@ -60,7 +60,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		msg := errs.ToAggregate().Error()
 		st := invalidStatus(cached.Status, cluster, msg)
 		if conditionChanged(cached.Status.Conditions, st.Conditions, v1alpha1.ConditionAccepted) {
-			c.recorder.Event(cached, corev1.EventTypeWarning, events.InvalidSpec, msg)
+			events.InvalidSpec.Record(c.recorder, cached, msg)
 		}
 		// No retry: the next edit of the spec brings the cluster back to the queue.
 		return ctrl.Result{}, c.writeStatus(ctx, cached, st)
@@ -207,7 +207,7 @@ func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) 
 	if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, lift); err != nil {
 		return f, fmt.Errorf("lift the fence of restore %s: %w", name, err)
 	}
-	c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.WritesResumed, "MySQLRestore %s is not running: writes resume", name)
+	events.StaleFenceLifted.Record(c.recorder, cluster, name)
 	return f, nil
 }
 
@@ -408,8 +408,7 @@ func (c *Controller) applyPlan(ctx context.Context, cluster *v1alpha1.MySQLClust
 		}
 		logger.V(2).Info("Patched pod in place", "pod", klog.KObj(p), "agentImageChanged", imageChanged)
 		if imageChanged {
-			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.AgentUpdated,
-				"Moved the agent of pod %s to %s without restarting the server", p.Name, c.cfg.Images.Agent)
+			events.AgentUpdated.Record(c.recorder, cluster, p.Name, c.cfg.Images.Agent)
 		}
 	}
 	if p := plan.Restart; p != nil {
@@ -420,8 +419,7 @@ func (c *Controller) applyPlan(ctx context.Context, cluster *v1alpha1.MySQLClust
 			errs = append(errs, fmt.Errorf("delete pod %s for restart: %w", p.Name, err))
 		} else {
 			logger.Info("Restarting member onto the new pod template", "pod", klog.KObj(p))
-			c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.MemberRestarted,
-				"Restarting member %s onto the new pod template", p.Name)
+			events.MemberRestarted.Record(c.recorder, cluster, p.Name)
 		}
 	}
 	return errors.Join(errs...)
@@ -483,17 +481,16 @@ func (c *Controller) eventTransitions(cluster *v1alpha1.MySQLCluster, st v1alpha
 	old := cluster.Status
 	if conditionChanged(old.Conditions, st.Conditions, v1alpha1.ConditionAccepted) {
 		if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAccepted); cond.Status == metav1.ConditionFalse {
-			c.recorder.Event(cluster, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			conditionEvent(cond.Reason).Record(c.recorder, cluster, cond.Message)
 		}
 	}
 	if conditionChanged(old.Conditions, st.Conditions, v1alpha1.ConditionSynced) {
 		if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); cond.Status == metav1.ConditionFalse {
-			c.recorder.Event(cluster, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			conditionEvent(cond.Reason).Record(c.recorder, cluster, cond.Message)
 		}
 	}
 	if old.CurrentVersion != "" && st.CurrentVersion != old.CurrentVersion {
-		c.recorder.Eventf(cluster, corev1.EventTypeNormal, events.VersionUpgraded,
-			"Every member runs version %s (was %s)", st.CurrentVersion, old.CurrentVersion)
+		events.VersionUpgraded.Record(c.recorder, cluster, st.CurrentVersion, old.CurrentVersion)
 	}
 }
 
@@ -515,4 +512,19 @@ func reseedPolicy(p v1alpha1.ReseedPolicy) clustering.ReseedPolicy {
 		return clustering.ReseedNever
 	}
 	return clustering.ReseedFailedPrimaries
+}
+
+// conditionEvent is the Warning event of a condition turning False with reason.
+func conditionEvent(reason string) events.Event {
+	switch reason {
+	case v1alpha1.ReasonInvalidSpec:
+		return events.InvalidSpec
+	case v1alpha1.ReasonDowngradeRefused:
+		return events.DowngradeRefused
+	case v1alpha1.ReasonErrResourceExists:
+		return events.ErrResourceExists
+	case v1alpha1.ReasonSecretNotFound:
+		return events.ClusterSecretNotFound
+	}
+	return events.SyncFailed
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -116,21 +115,21 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		return ctrl.Result{}, c.finalize(ctx, cached, d)
 	}
 	if errs := v1alpha1.ValidateDatabase(d); len(errs) > 0 {
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), &events.InvalidSpec)
 	}
 	if owner := c.schemaOwner(d); owner != d.Name {
 		// Two objects managing one schema would undo each other, and either could drop it.
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), &events.InvalidSpec)
 	}
 	if cached, err = objects.AddFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update); err != nil {
 		return ctrl.Result{}, err
 	}
 	in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 	if nr, ok := sqlobject.IsNotReady(err); ok {
-		return ctrl.Result{}, c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
+		return ctrl.Result{}, c.notReady(ctx, cached, nr.Reason, nr.Message, &events.ClusterNotReady)
 	}
 	if err != nil {
-		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), "")
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), nil)
 		return ctrl.Result{}, err
 	}
 	defer in.DB.Close()
@@ -139,14 +138,14 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	want := mysql.Schema{CharacterSet: d.Spec.CharacterSet, Collation: d.Spec.Collation}
 	have, err := in.Schema(ctx, name)
 	if err != nil {
-		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), &events.SQLFailed)
 		return ctrl.Result{}, err
 	}
 	created := createdSchema(cached.Status, name)
 	switch {
 	case have != nil && !created && !d.Spec.AdoptExisting:
 		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonSchemaExists, fmt.Sprintf("Database %s exists and this MySQLDatabase did not create it: it is left alone "+
-			"(spec.adoptExisting manages it, and never drops it)", name), events.InvalidSpec)
+			"(spec.adoptExisting manages it, and never drops it)", name), &events.InvalidSpec)
 	case have == nil && cached.Status.Schema != name:
 		// Recorded before CREATE DATABASE: were the status write after it lost, the schema
 		// would look like someone else's, and never be dropped.
@@ -157,19 +156,19 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		}
 		created = true
 	}
-	stmt, reason, err := plan(name, want, have)
+	stmt, ev, err := plan(name, want, have)
 	if err != nil {
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), &events.InvalidSpec)
 	}
 	if err := in.Exec(ctx, stmt); err != nil {
-		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), &events.SQLFailed)
 		return ctrl.Result{}, fmt.Errorf("reconcile database %s: %w", name, err)
 	}
-	if reason != "" {
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, reason, "%s database %s", map[string]string{events.DatabaseCreated: "Created", events.DatabaseUpdated: "Altered"}[reason], name)
-		klog.FromContext(ctx).Info("Reconciled database", "database", klog.KObj(cached), "change", reason)
+	if ev != nil {
+		ev.Record(c.recorder, cached, name)
+		klog.FromContext(ctx).Info("Reconciled database", "database", klog.KObj(cached), "change", ev.Reason)
 		if have, err = in.Schema(ctx, name); err != nil || have == nil {
-			return ctrl.Result{}, fmt.Errorf("read database %s after %s: %w", name, reason, err)
+			return ctrl.Result{}, fmt.Errorf("read database %s after %s: %w", name, ev.Reason, err)
 		}
 	}
 	st := cached.Status.DeepCopy()
@@ -186,16 +185,16 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 
 // plan decides the one statement (if any) that makes the schema match: have is nil when
 // it does not exist. Unset character set or collation accept what the server has.
-func plan(name string, want mysql.Schema, have *mysql.Schema) (mysql.Statement, string, error) {
+func plan(name string, want mysql.Schema, have *mysql.Schema) (mysql.Statement, *events.Event, error) {
 	if have == nil {
 		s, err := mysql.CreateSchema(name, want)
-		return s, events.DatabaseCreated, err
+		return s, &events.DatabaseCreated, err
 	}
 	if (want.CharacterSet == "" || want.CharacterSet == have.CharacterSet) && (want.Collation == "" || want.Collation == have.Collation) {
-		return mysql.Statement{}, "", nil
+		return mysql.Statement{}, nil, nil
 	}
 	s, err := mysql.AlterSchema(name, want)
-	return s, events.DatabaseUpdated, err
+	return s, &events.DatabaseUpdated, err
 }
 
 // finalize drops the schema of a deleted MySQLDatabase only under deletionPolicy Delete,
@@ -210,36 +209,36 @@ func (c *Controller) finalize(ctx context.Context, cached, d *v1alpha1.MySQLData
 	}
 	switch {
 	case gone:
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "MySQLCluster %s is gone: nothing to drop", d.Spec.ClusterRef.Name)
+		events.RetainedClusterGone.Record(c.recorder, cached, d.Spec.ClusterRef.Name)
 	case d.Spec.DeletionPolicy != v1alpha1.DeletionDelete:
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept database %s and its data (deletionPolicy Retain)", d.Spec.Name)
+		events.RetainedByPolicy.Record(c.recorder, cached, "database "+d.Spec.Name+" and its data")
 	case c.schemaOwner(d) != d.Name:
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept database %s: another MySQLDatabase manages it", d.Spec.Name)
+		events.RetainedForOwner.Record(c.recorder, cached, "database "+d.Spec.Name, "MySQLDatabase "+c.schemaOwner(d))
 	case !createdSchema(cached.Status, d.Spec.Name):
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept database %s and its data: this MySQLDatabase did not create it", d.Spec.Name)
+		events.RetainedNotCreated.Record(c.recorder, cached, "database "+d.Spec.Name+" and its data")
 	default:
 		in, err := c.connector.Primary(ctx, d.Namespace, d.Spec.ClusterRef.Name)
 		if nr, ok := sqlobject.IsNotReady(err); ok {
-			return c.notReady(ctx, cached, v1alpha1.ReasonDeleting, "Waiting to drop the database: "+nr.Message, "")
+			return c.notReady(ctx, cached, v1alpha1.ReasonDeleting, "Waiting to drop the database: "+nr.Message, nil)
 		}
 		if err != nil {
 			return err
 		}
 		defer in.DB.Close()
 		if err := in.Exec(ctx, mysql.DropSchema(d.Spec.Name)); err != nil {
-			_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
+			_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), &events.SQLFailed)
 			return fmt.Errorf("drop database %s: %w", d.Spec.Name, err)
 		}
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.DatabaseDropped, "Dropped database %s (deletionPolicy Delete)", d.Spec.Name)
+		events.DatabaseDropped.Record(c.recorder, cached, d.Spec.Name)
 	}
 	return objects.RemoveFinalizers(ctx, cached, c.mysql.MysqlopV1alpha1().MySQLDatabases(d.Namespace).Update, v1alpha1.FinalizerDatabase)
 }
 
 // notReady records a Ready=False condition, with a Warning event on a change of reason.
-func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLDatabase, reason, message, eventReason string) error {
+func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLDatabase, reason, message string, ev *events.Event) error {
 	st := cached.Status.DeepCopy()
-	if objects.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
-		c.recorder.Event(cached, corev1.EventTypeWarning, eventReason, message)
+	if objects.SetReady(&st.Conditions, cached.Generation, false, reason, message) && ev != nil {
+		ev.Record(c.recorder, cached, message)
 	}
 	st.ObservedGeneration = cached.Generation
 	return c.writeStatus(ctx, cached, st)

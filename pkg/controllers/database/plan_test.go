@@ -10,20 +10,20 @@ import (
 func TestPlan(t *testing.T) {
 	utf8 := &mysql.Schema{CharacterSet: "utf8mb4", Collation: "utf8mb4_general_ci"}
 	for _, tc := range []struct {
-		name   string
-		want   mysql.Schema
-		have   *mysql.Schema
-		reason string
-		query  string
+		name  string
+		want  mysql.Schema
+		have  *mysql.Schema
+		event *events.Event
+		query string
 	}{
-		{"absent", mysql.Schema{CharacterSet: "utf8mb4"}, nil, events.DatabaseCreated, "CREATE DATABASE IF NOT EXISTS `shop` CHARACTER SET utf8mb4"},
-		{"server default accepted", mysql.Schema{}, utf8, "", ""},
-		{"same charset, default collation", mysql.Schema{CharacterSet: "utf8mb4"}, utf8, "", ""},
-		{"collation changed", mysql.Schema{Collation: "utf8mb4_bin"}, utf8, events.DatabaseUpdated, "ALTER DATABASE `shop` COLLATE utf8mb4_bin"},
+		{"absent", mysql.Schema{CharacterSet: "utf8mb4"}, nil, &events.DatabaseCreated, "CREATE DATABASE IF NOT EXISTS `shop` CHARACTER SET utf8mb4"},
+		{"server default accepted", mysql.Schema{}, utf8, nil, ""},
+		{"same charset, default collation", mysql.Schema{CharacterSet: "utf8mb4"}, utf8, nil, ""},
+		{"collation changed", mysql.Schema{Collation: "utf8mb4_bin"}, utf8, &events.DatabaseUpdated, "ALTER DATABASE `shop` COLLATE utf8mb4_bin"},
 	} {
-		s, reason, err := plan("shop", tc.want, tc.have)
-		if err != nil || reason != tc.reason || s.Query != tc.query {
-			t.Errorf("%s: %q %q %v; want %q %q", tc.name, s.Query, reason, err, tc.query, tc.reason)
+		s, ev, err := plan("shop", tc.want, tc.have)
+		if err != nil || ev != tc.event || s.Query != tc.query {
+			t.Errorf("%s: %q %v %v; want %q %v", tc.name, s.Query, ev, err, tc.query, tc.event)
 		}
 	}
 }

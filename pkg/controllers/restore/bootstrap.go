@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -49,6 +48,6 @@ func (c *Controller) SyncBootstrap(ctx context.Context, key cache.ObjectName) (c
 	if _, err := objects.PatchMetadata(ctx, c.clusterClient(cl).Patch, cl.Name, mark); err != nil {
 		return ctrl.Result{}, fmt.Errorf("mark cluster %s bootstrapped: %w", key, err)
 	}
-	c.recorder.Eventf(cl, corev1.EventTypeNormal, events.RestoreStarted, "Bootstrapping from MySQLBackup %s through MySQLRestore %s", cl.Spec.Bootstrap.FromBackup.Name, name)
+	events.RestoreBootstrapping.Record(c.recorder, cl, cl.Spec.Bootstrap.FromBackup.Name, name)
 	return ctrl.Result{}, nil
 }

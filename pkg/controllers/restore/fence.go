@@ -8,8 +8,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
@@ -46,7 +44,7 @@ func (c *Controller) endFence(ctx context.Context, cl *v1alpha1.MySQLCluster, r 
 		return fmt.Errorf("resume writes on cluster %s: %w", cl.Name, err)
 	}
 	if lift {
-		c.recorder.Eventf(cl, corev1.EventTypeNormal, events.WritesResumed, "MySQLRestore %s ended: writes resume", r.Name)
+		events.WritesResumed.Record(c.recorder, cl, r.Name)
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -53,11 +52,11 @@ func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, 
 	if ok {
 		status.Phase = v1alpha1.JobComplete
 		setComplete(status, cached.Generation, metav1.ConditionTrue, v1alpha1.ReasonCompleted, msg)
-		c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreCompleted, msg)
+		events.RestoreCompleted.Record(c.recorder, cached, msg)
 	} else {
 		status.Phase = v1alpha1.JobFailed
 		setComplete(status, cached.Generation, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
-		c.recorder.Event(cached, corev1.EventTypeWarning, events.RestoreFailed, msg)
+		events.RestoreFailed.Record(c.recorder, cached, msg)
 	}
 	klog.FromContext(ctx).Info("Restore finished", "restore", klog.KObj(cached), "phase", status.Phase)
 	updated, err := objects.UpdateStatus(ctx, cached, status, restoreStatus, c.restoreClient(cached).UpdateStatus)
@@ -88,7 +87,7 @@ func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLRestore,
 	status := cached.Status.DeepCopy()
 	status.Phase = v1alpha1.JobPending
 	if setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonWaiting, msg) {
-		c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreWaiting, msg)
+		events.RestoreWaiting.Record(c.recorder, cached, msg)
 	}
 	return c.writeStatus(ctx, cached, status)
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,7 +60,7 @@ func (c *Controller) fencing(ctx context.Context, key cache.ObjectName, cached *
 		status.Step, status.Member = v1alpha1.RestoreLoading, cl.Status.Primary
 		msg = fmt.Sprintf("Writes are stopped; primary %s loads %s", cl.Status.Primary, bk.Status.Location)
 	}
-	c.recorder.Event(cached, corev1.EventTypeNormal, events.RestoreStarted, msg)
+	events.RestoreStarted.Record(c.recorder, cached, msg)
 	klog.FromContext(ctx).Info("Restore started", "restore", klog.KObj(cached), "step", status.Step)
 	return ctrl.After(pollInterval), c.progress(ctx, cached, status, msg)
 }
@@ -152,7 +151,7 @@ func (c *Controller) restarting(ctx context.Context, key cache.ObjectName, cache
 			continue
 		}
 		status.Restarted = append(status.Restarted, m)
-		c.recorder.Eventf(cl, corev1.EventTypeNormal, events.MemberRestarted, "Restarting member %s onto the data restored by MySQLRestore %s", m, cached.Name)
+		events.MemberRestoreRestarted.Record(c.recorder, cl, m, cached.Name)
 	}
 	err := c.progress(ctx, cached, status, "Writes are stopped; waiting for "+names(r.Waiting)+" to restart onto the restored data")
 	return ctrl.After(pollInterval), errors.Join(append(errs, err)...)

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -152,12 +151,12 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		return ctrl.Result{}, c.finalize(ctx, cached, u)
 	}
 	if errs := v1alpha1.ValidateUser(u); len(errs) > 0 {
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, errs.ToAggregate().Error(), &events.InvalidSpec)
 	}
 	if owner := c.accountOwner(u); owner != u.Name {
 		// The older MySQLUser owns the account: two objects setting one account's password and
 		// grants would undo each other. Nothing is changed; deleting the owner frees it.
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), &events.InvalidSpec)
 	}
 	if cached, err = objects.AddFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update); err != nil {
 		return ctrl.Result{}, err
@@ -171,19 +170,19 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	if !found {
-		return ctrl.Result{}, c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s not found: the account is not created or changed until it exists", ref.Name), events.SecretNotFound)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s not found: the account is not created or changed until it exists", ref.Name), &events.SecretNotFound)
 	}
 	password := sec.Data[ref.Key]
 	if len(password) == 0 {
-		return ctrl.Result{}, c.notReady(ctx, cached, events.SecretNotFound, fmt.Sprintf("Secret %s has no key %q, or it is empty", ref.Name, ref.Key), events.SecretNotFound)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonSecretNotFound, fmt.Sprintf("Secret %s has no key %q, or it is empty", ref.Name, ref.Key), &events.SecretNotFound)
 	}
 
 	in, err := c.connector.Primary(ctx, u.Namespace, u.Spec.ClusterRef.Name)
 	if nr, ok := sqlobject.IsNotReady(err); ok {
-		return ctrl.Result{}, c.notReady(ctx, cached, nr.Reason, nr.Message, events.ClusterNotReady)
+		return ctrl.Result{}, c.notReady(ctx, cached, nr.Reason, nr.Message, &events.ClusterNotReady)
 	}
 	if err != nil {
-		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), "")
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonClusterUnreachable, err.Error(), nil)
 		return ctrl.Result{}, err
 	}
 	defer in.DB.Close()
@@ -191,18 +190,18 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	a := mysql.Account{User: u.Spec.User, Host: u.Spec.Host}
 	state, err := in.Account(ctx, a)
 	if err != nil {
-		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), &events.SQLFailed)
 		return ctrl.Result{}, err
 	}
 	switch {
 	case state != nil && !ownsAccount(cached.Status, a) && !u.Spec.AdoptExisting:
 		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists and this MySQLUser did not create it: it is left alone "+
-			"(spec.adoptExisting takes it over: its password and grants then follow the spec)", a), events.InvalidSpec)
+			"(spec.adoptExisting takes it over: its password and grants then follow the spec)", a), &events.InvalidSpec)
 	case state != nil && !ownsAccount(cached.Status, a) && len(state.Unmanaged) > 0:
 		// Adopting would keep grants the spec cannot express (and so cannot bound): a
 		// MySQLUser could take over more than it may hold.
 		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonAccountExists, fmt.Sprintf("Account %s exists with %s grants the spec cannot express: it is not adopted until they are revoked",
-			a, strings.Join(state.Unmanaged, ", ")), events.InvalidSpec)
+			a, strings.Join(state.Unmanaged, ", ")), &events.InvalidSpec)
 	case state == nil && cached.Status.Account != a.String():
 		// Recorded before CREATE USER: were the status write after it lost, the account
 		// would look like someone else's at the next reconcile.
@@ -223,15 +222,15 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	rotate := cached.Status.PasswordSecretVersion != version
 	ch, err := plan(in.Flavor, &u.Spec, string(password), state, rotate)
 	if err != nil {
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonInvalidSpec, err.Error(), &events.InvalidSpec)
 	}
 	if err := in.Exec(ctx, ch.Statements...); err != nil {
-		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
+		_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), &events.SQLFailed)
 		return ctrl.Result{}, fmt.Errorf("reconcile account %s: %w", a, err)
 	}
-	if ch.Reason != "" {
-		c.recorder.Event(cached, corev1.EventTypeNormal, ch.Reason, ch.Message)
-		klog.FromContext(ctx).Info("Reconciled account", "user", klog.KObj(cached), "change", ch.Reason)
+	if ch.Event != nil {
+		ch.Event.Record(c.recorder, cached, a)
+		klog.FromContext(ctx).Info("Reconciled account", "user", klog.KObj(cached), "change", ch.Event.Reason)
 	}
 	st := cached.Status.DeepCopy()
 	st.PasswordSecretVersion = version
@@ -255,27 +254,27 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 	}
 	switch owner := c.accountOwner(u); {
 	case gone:
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "MySQLCluster %s is gone: nothing to drop", u.Spec.ClusterRef.Name)
+		events.RetainedClusterGone.Record(c.recorder, cached, u.Spec.ClusterRef.Name)
 	case owner != u.Name:
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s: MySQLUser %s manages it", a, owner)
+		events.RetainedForOwner.Record(c.recorder, cached, "account "+a.String(), "MySQLUser "+owner)
 	case u.Spec.DeletionPolicy == v1alpha1.DeletionRetain:
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s (deletionPolicy Retain)", a)
+		events.RetainedByPolicy.Record(c.recorder, cached, "account "+a.String())
 	case !ownsAccount(cached.Status, a):
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.Retained, "Kept account %s: this MySQLUser did not create or adopt it", a)
+		events.RetainedNotOwned.Record(c.recorder, cached, "account "+a.String())
 	default:
 		in, err := c.connector.Primary(ctx, u.Namespace, u.Spec.ClusterRef.Name)
 		if nr, ok := sqlobject.IsNotReady(err); ok {
-			return c.notReady(ctx, cached, v1alpha1.ReasonDeleting, "Waiting to drop the account: "+nr.Message, "")
+			return c.notReady(ctx, cached, v1alpha1.ReasonDeleting, "Waiting to drop the account: "+nr.Message, nil)
 		}
 		if err != nil {
 			return err
 		}
 		defer in.DB.Close()
 		if err := in.Exec(ctx, mysql.DropAccount(a)); err != nil {
-			_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), events.SQLFailed)
+			_ = c.notReady(ctx, cached, v1alpha1.ReasonSQLError, err.Error(), &events.SQLFailed)
 			return fmt.Errorf("drop account %s: %w", a, err)
 		}
-		c.recorder.Eventf(cached, corev1.EventTypeNormal, events.UserDropped, "Dropped account %s", a)
+		events.UserDropped.Record(c.recorder, cached, a)
 	}
 	if err := objects.RemoveFinalizers(ctx, cached, c.mysql.MysqlopV1alpha1().MySQLUsers(u.Namespace).Update, v1alpha1.FinalizerUser); err != nil {
 		return err
@@ -286,10 +285,10 @@ func (c *Controller) finalize(ctx context.Context, cached, u *v1alpha1.MySQLUser
 
 // notReady records why the account does not match the spec: a Ready=False condition, and a
 // Warning event named eventReason when the condition changes (none when empty).
-func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLUser, reason, message, eventReason string) error {
+func (c *Controller) notReady(ctx context.Context, cached *v1alpha1.MySQLUser, reason, message string, ev *events.Event) error {
 	st := cached.Status.DeepCopy()
-	if objects.SetReady(&st.Conditions, cached.Generation, false, reason, message) && eventReason != "" {
-		c.recorder.Event(cached, corev1.EventTypeWarning, eventReason, message)
+	if objects.SetReady(&st.Conditions, cached.Generation, false, reason, message) && ev != nil {
+		ev.Record(c.recorder, cached, message)
 	}
 	st.ObservedGeneration = cached.Generation
 	return c.writeStatus(ctx, cached, st)

@@ -23,10 +23,8 @@ func desiredGrants(s *v1alpha1.MySQLUserSpec) (mysql.Grants, error) {
 type change struct {
 	// Statements run in order on the primary.
 	Statements []mysql.Statement
-	// Reason is the Normal event reason, empty when nothing changes.
-	Reason string
-	// Message says what changed, naming no secret.
-	Message string
+	// Event says what changed (its argument is the account); nil when nothing changes.
+	Event *events.Event
 }
 
 // plan decides the statements that make the account match spec. state is nil when the
@@ -41,12 +39,12 @@ func plan(flavor mysql.Flavor, spec *v1alpha1.MySQLUserSpec, password string, st
 	want = flavor.ReportedGrants(want)
 	if state == nil {
 		stmts := append([]mysql.Statement{flavor.CreateAccount(a, password, opts)}, mysql.DiffGrants(a, mysql.Grants{}, want)...)
-		return change{Statements: stmts, Reason: events.UserCreated, Message: fmt.Sprintf("Created account %s", a)}, nil
+		return change{Statements: stmts, Event: &events.UserCreated}, nil
 	}
 	var c change
 	if rotate {
 		c.Statements = append(c.Statements, flavor.SetPassword(a, password))
-		c.Reason, c.Message = events.PasswordRotated, fmt.Sprintf("Set the password of %s from its Secret", a)
+		c.Event = &events.PasswordRotated
 	}
 	grants := mysql.DiffGrants(a, state.Grants, want)
 	if state.Options != opts || len(grants) > 0 {
@@ -54,10 +52,10 @@ func plan(flavor mysql.Flavor, spec *v1alpha1.MySQLUserSpec, password string, st
 			c.Statements = append(c.Statements, mysql.AlterAccountOptions(a, opts))
 		}
 		c.Statements = append(c.Statements, grants...)
-		if c.Reason == "" {
-			c.Reason, c.Message = events.UserUpdated, fmt.Sprintf("Updated the grants and limits of %s", a)
+		if c.Event == nil {
+			c.Event = &events.UserUpdated
 		} else {
-			c.Message += "; updated its grants and limits"
+			c.Event = &events.PasswordRotatedAndUpdated
 		}
 	}
 	return c, nil

@@ -20,18 +20,21 @@ func TestPlan(t *testing.T) {
 		name    string
 		state   *mysql.AccountState
 		rotate  bool
-		reason  string
+		event   *events.Event
 		queries []string
 	}{
-		{"absent", nil, false, events.UserCreated, []string{
+		{"absent", nil, false, &events.UserCreated, []string{
 			"CREATE USER ?@? IDENTIFIED BY PASSWORD ? REQUIRE NONE WITH MAX_USER_CONNECTIONS 3",
 			"GRANT SELECT ON `app`.* TO ?@?"}},
-		{"matching", matching, false, "", nil},
-		{"rotated", matching, true, events.PasswordRotated, []string{"ALTER USER ?@? IDENTIFIED BY PASSWORD ?"}},
+		{"matching", matching, false, nil, nil},
+		{"rotated", matching, true, &events.PasswordRotated, []string{"ALTER USER ?@? IDENTIFIED BY PASSWORD ?"}},
 		{"drifted", &mysql.AccountState{Grants: mysql.Grants{{Database: "app", Table: "*"}: {Privileges: []string{"DELETE", "SELECT"}}}},
-			false, events.UserUpdated, []string{
+			false, &events.UserUpdated, []string{
 				"ALTER USER ?@? REQUIRE NONE WITH MAX_USER_CONNECTIONS 3",
 				"REVOKE DELETE ON `app`.* FROM ?@?"}},
+		{"rotated and drifted", &mysql.AccountState{Options: mysql.AccountOptions{MaxUserConnections: 3}}, true, &events.PasswordRotatedAndUpdated, []string{
+			"ALTER USER ?@? IDENTIFIED BY PASSWORD ?",
+			"GRANT SELECT ON `app`.* TO ?@?"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := plan(mysql.MariaDB, spec, "pw", tc.state, tc.rotate)
@@ -42,8 +45,8 @@ func TestPlan(t *testing.T) {
 			for _, s := range c.Statements {
 				got = append(got, s.Query)
 			}
-			if c.Reason != tc.reason || len(got) != len(tc.queries) {
-				t.Fatalf("reason %q statements %q; want %q %q", c.Reason, got, tc.reason, tc.queries)
+			if c.Event != tc.event || len(got) != len(tc.queries) {
+				t.Fatalf("event %v statements %q; want %v %q", c.Event, got, tc.event, tc.queries)
 			}
 			for i := range got {
 				if got[i] != tc.queries[i] {

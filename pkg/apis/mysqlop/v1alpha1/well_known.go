@@ -122,6 +122,11 @@ const (
 	ReasonSynced = "Synced"
 	// ReasonSyncFailed: creating or updating a child failed (retried with back-off).
 	ReasonSyncFailed = "SyncFailed"
+	// ReasonErrResourceExists: a child's name is taken by an object the cluster does not control.
+	ReasonErrResourceExists = "ErrResourceExists"
+	// ReasonSecretNotFound: a Secret the object names, or its key, is missing (on a MySQLUser
+	// too: its password Secret).
+	ReasonSecretNotFound = "SecretNotFound"
 	// ReasonMembersReady: every member is ready and up to date.
 	ReasonMembersReady = "MembersReady"
 	// ReasonMembersNotReady: some members are not ready.
