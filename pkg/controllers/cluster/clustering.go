@@ -63,26 +63,43 @@ type runner struct {
 	cancel   context.CancelFunc
 }
 
-// runners is the controller's set of running runners.
+// clusterings runs one clustering manager per cluster. runners is the production one; unit
+// fixtures inject a fake to test what the controller does with a decision.
+type clusterings interface {
+	// ensure hands cfg to key's manager, starting it, and returns its latest decision and
+	// what that was based on (nil before its first round).
+	ensure(ctx context.Context, key cache.ObjectName, cluster *v1alpha1.MySQLCluster, cfg runnerConfig) (*clustering.Decision, []clustering.Instance)
+	// latest returns key's latest decision: nil when none runs or it has not decided yet.
+	latest(key cache.ObjectName) *clustering.Decision
+	// stop stops key's manager, if any.
+	stop(key cache.ObjectName)
+}
+
+// runners is the production clusterings: a runner per cluster, on its own goroutine.
 type runners struct {
+	c  *Controller
 	mu sync.Mutex
 	m  map[cache.ObjectName]*runner
 }
 
 // ensure starts the runner of key or hands it cfg.
-func (c *Controller) ensureRunner(ctx context.Context, key cache.ObjectName, cluster *v1alpha1.MySQLCluster, cfg runnerConfig) *runner {
-	c.runners.mu.Lock()
-	defer c.runners.mu.Unlock()
-	if c.runners.m == nil {
-		c.runners.m = map[cache.ObjectName]*runner{}
+func (rs *runners) ensure(ctx context.Context, key cache.ObjectName, cluster *v1alpha1.MySQLCluster, cfg runnerConfig) (*clustering.Decision, []clustering.Instance) {
+	return rs.ensureRunner(ctx, key, cluster, cfg).latest()
+}
+
+func (rs *runners) ensureRunner(ctx context.Context, key cache.ObjectName, cluster *v1alpha1.MySQLCluster, cfg runnerConfig) *runner {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.m == nil {
+		rs.m = map[cache.ObjectName]*runner{}
 	}
-	r, ok := c.runners.m[key]
+	r, ok := rs.m[key]
 	if !ok {
 		// The runner lives as long as the controller (ctx) unless the cluster goes first.
 		rctx, cancel := context.WithCancel(ctx)
-		r = &runner{key: key, cluster: cluster, interval: c.cfg.ClusteringInterval, cfg: cfg, cancel: cancel}
-		c.runners.m[key] = r
-		go r.run(rctx, c)
+		r = &runner{key: key, cluster: cluster, interval: rs.c.cfg.ClusteringInterval, cfg: cfg, cancel: cancel}
+		rs.m[key] = r
+		go r.run(rctx, rs.c)
 		return r
 	}
 	r.mu.Lock()
@@ -98,20 +115,25 @@ func (c *Controller) ensureRunner(ctx context.Context, key cache.ObjectName, clu
 	return r
 }
 
-// runner returns the runner of key, or nil.
-func (c *Controller) runner(key cache.ObjectName) *runner {
-	c.runners.mu.Lock()
-	defer c.runners.mu.Unlock()
-	return c.runners.m[key]
+// latest returns the latest decision of key's runner, if one runs.
+func (rs *runners) latest(key cache.ObjectName) *clustering.Decision {
+	rs.mu.Lock()
+	r := rs.m[key]
+	rs.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	d, _ := r.latest()
+	return d
 }
 
-// stopRunner stops the runner of key, if any. It does not wait: the runner may be inside an
+// stop stops the runner of key, if any. It does not wait: the runner may be inside an
 // operation, which its cancelled context ends soon, and a worker must not wait for that.
-func (c *Controller) stopRunner(key cache.ObjectName) {
-	c.runners.mu.Lock()
-	r := c.runners.m[key]
-	delete(c.runners.m, key)
-	c.runners.mu.Unlock()
+func (rs *runners) stop(key cache.ObjectName) {
+	rs.mu.Lock()
+	r := rs.m[key]
+	delete(rs.m, key)
+	rs.mu.Unlock()
 	if r != nil {
 		r.cancel()
 	}

@@ -93,8 +93,8 @@ type Controller struct {
 	cfg      Config
 	// rand is the source of generated passwords: crypto/rand outside tests.
 	rand io.Reader
-	// runners drive each cluster's clustering manager.
-	runners runners
+	// clusterings drive each cluster's clustering manager.
+	clusterings clusterings
 }
 
 // New registers the controller's informers with set and returns the controller. Call it for
@@ -156,6 +156,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		cfg:          cfg,
 		rand:         rand.Reader,
 	}
+	c.clusterings = &runners{c: c}
 	c.loop = ctrl.New(Name, "mysqlcluster", c.Sync)
 	c.loop.WaitFor(clusterInf.HasSynced, restoreInf.HasSynced)
 	if inf, ok := kinds["networkpolicies"]; ok {

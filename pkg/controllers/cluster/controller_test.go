@@ -47,6 +47,8 @@ type fixture struct {
 	ctrl     *Controller
 	// primary is the ordinal runPods labels primary.
 	primary int
+	// agentOnly says the change under test concerns only the agent: no sync may delete a pod.
+	agentOnly bool
 }
 
 func config(agentTag string) Config {
@@ -90,8 +92,36 @@ func startFixture(t *testing.T, cfg Config, kube *kubefake.Clientset, mysql *mys
 
 func (f *fixture) sync() {
 	f.t.Helper()
+	before := len(f.kube.Actions())
 	if _, err := f.ctrl.Sync(context.Background(), key); err != nil {
 		f.t.Fatalf("sync: %v", err)
+	}
+	f.checkInvariants(f.kube.Actions()[before:])
+}
+
+// checkInvariants checks what must hold after every sync, whatever the test does, in the
+// manner of the StatefulSet controller's tests: the operator takes at most one member down at
+// a time, and only while every other member is ready; an agent-only change deletes no pod.
+func (f *fixture) checkInvariants(actions []core.Action) {
+	f.t.Helper()
+	var deleted []string
+	for _, a := range actions {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			deleted = append(deleted, a.(core.DeleteAction).GetName())
+		}
+	}
+	switch {
+	case len(deleted) > 1:
+		f.t.Fatalf("invariant: one sync deleted %d member pods %v", len(deleted), deleted)
+	case len(deleted) == 1 && f.agentOnly:
+		f.t.Fatalf("invariant: an agent-only change deleted pod %s", deleted[0])
+	case len(deleted) == 1:
+		pods, _ := f.ctrl.pods.List(labels.Everything())
+		for _, p := range pods {
+			if p.Name != deleted[0] && (p.DeletionTimestamp != nil || !podReady(p)) {
+				f.t.Fatalf("invariant: deleted %s while %s was not ready", deleted[0], p.Name)
+			}
+		}
 	}
 }
 
@@ -548,6 +578,7 @@ func TestNewOperatorVersionPatchesAgentInPlace(t *testing.T) {
 	serverImage := old.statefulSet().Spec.Template.Spec.Containers[0].Image
 
 	f := startFixture(t, config("v2"), old.kube, old.mysql)
+	f.agentOnly = true
 	f.sync()
 
 	sts := f.statefulSet()

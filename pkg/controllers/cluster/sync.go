@@ -42,7 +42,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	cached, err := c.clusters.MySQLClusters(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("Cluster no longer exists")
-		c.stopRunner(key)
+		c.clusterings.stop(key)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -50,7 +50,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	}
 	if cached.DeletionTimestamp != nil {
 		// Children carry owner references; the garbage collector removes them.
-		c.stopRunner(key)
+		c.clusterings.stop(key)
 		return ctrl.Result{}, nil
 	}
 
@@ -81,8 +81,8 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	desiredMembers := cluster.Spec.Members
 	// The clustering runner's last decision, if one runs: it can hold a scale-down.
 	var prev *clustering.Decision
-	if r := c.runner(key); c.cfg.Clustering && r != nil {
-		prev, _ = r.latest()
+	if c.cfg.Clustering {
+		prev = c.clusterings.latest(key)
 	}
 	cluster.Spec.Members = effectiveMembers(desiredMembers, prev)
 
@@ -348,7 +348,7 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		plan.Restart = nil
 	}
 	cfg.switchoverTo = target
-	d, observedInstances := c.ensureRunner(ctx, key, cluster, cfg).latest()
+	d, observedInstances := c.clusterings.ensure(ctx, key, cluster, cfg)
 	if d == nil {
 		return nil, plan, nil
 	}
