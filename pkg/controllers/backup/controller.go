@@ -59,8 +59,8 @@ type Controller struct {
 	backups  listers.MySQLBackupLister
 	index    cache.Indexer
 	clusters listers.MySQLClusterLister
-	secrets  corelisters.SecretLister
-	resolve  resources.Resolver
+	// dial makes clients of the members' agents.
+	dial     agents.Dialer
 	recorder record.EventRecorder
 	loop     *ctrl.Loop
 	now      func() time.Time
@@ -83,16 +83,13 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	}); err != nil {
 		return nil, err
 	}
-	if resolve == nil {
-		resolve = agents.DNSResolver
-	}
 	c := &Controller{
 		kube: kube, mysql: client,
 		backups:  listers.NewMySQLBackupLister(backupInf.Indexer()),
 		index:    backupInf.Indexer(),
 		clusters: listers.NewMySQLClusterLister(clusterInf.Indexer()),
-		secrets:  corelisters.NewSecretLister(secretInf.Indexer()),
-		resolve:  resolve, recorder: recorder, now: time.Now,
+		dial:     agents.TLSDialer(corelisters.NewSecretLister(secretInf.Indexer()), resolve),
+		recorder: recorder, now: time.Now,
 		running: map[string]cache.ObjectName{},
 	}
 	c.loop = ctrl.New(Name, "mysqlbackup", c.Sync)
@@ -155,7 +152,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	if err != nil {
 		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
 	}
-	client, err := agents.Client(c.secrets, c.resolve, cl, member)
+	client, err := c.dial(cl, member)
 	if err != nil {
 		// The cluster's credentials Secret is not cached yet; nothing else wakes this backup.
 		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
@@ -235,7 +232,7 @@ func (c *Controller) follow(ctx context.Context, key cache.ObjectName, cached *v
 	if status.StartTime != nil && c.now().Sub(status.StartTime.Time) > timeout(cached) {
 		return ctrl.Result{}, c.fail(ctx, cached, status, fmt.Sprintf("not finished within the timeout of %v", timeout(cached)))
 	}
-	client, err := agents.Client(c.secrets, c.resolve, cl, status.Member)
+	client, err := c.dial(cl, status.Member)
 	if err != nil {
 		return ctrl.Result{}, c.fail(ctx, cached, status, err.Error())
 	}
@@ -306,7 +303,7 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLBackup)
 
 // poll asks the agent about backup id. It returns the finished state; or failed, the reason
 // the backup failed or was lost (the agent restarted); or neither while it runs.
-func poll(ctx context.Context, client *agentapi.Client, id string) (done *agentapi.BackupState, failed string, err error) {
+func poll(ctx context.Context, client agents.Client, id string) (done *agentapi.BackupState, failed string, err error) {
 	st, err := client.Backup(ctx, id)
 	switch {
 	case errors.Is(err, agentapi.ErrBackupNotFound):

@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
@@ -286,7 +285,7 @@ type memberAgents struct {
 }
 
 // member returns member i's pod and a client of its agent.
-func (a memberAgents) member(i int) (*corev1.Pod, *agentapi.Client, error) {
+func (a memberAgents) member(i int) (*corev1.Pod, agents.Client, error) {
 	a.r.mu.Lock()
 	cluster, pods := a.r.cluster, a.r.cfg.pods
 	a.r.mu.Unlock()
@@ -297,7 +296,7 @@ func (a memberAgents) member(i int) (*corev1.Pod, *agentapi.Client, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("pod %s: %w", pods[i], err)
 	}
-	client, err := agents.Client(a.c.secrets, a.c.cfg.AgentResolve, cluster, pod.Name)
+	client, err := a.c.dial(cluster, pod.Name)
 	return pod, client, err
 }
 

@@ -93,6 +93,8 @@ type Controller struct {
 	cfg      Config
 	// rand is the source of generated passwords: crypto/rand outside tests.
 	rand io.Reader
+	// dial makes clients of the members' agents.
+	dial agents.Dialer
 	// clusterings drive each cluster's clustering manager.
 	clusterings clusterings
 }
@@ -157,6 +159,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		rand:         rand.Reader,
 	}
 	c.clusterings = &runners{c: c}
+	c.dial = agents.TLSDialer(c.secrets, cfg.AgentResolve)
 	c.loop = ctrl.New(Name, "mysqlcluster", c.Sync)
 	c.loop.WaitFor(clusterInf.HasSynced, restoreInf.HasSynced)
 	if inf, ok := kinds["networkpolicies"]; ok {

@@ -67,9 +67,9 @@ type Controller struct {
 	index    cache.Indexer
 	backups  listers.MySQLBackupLister
 	clusters listers.MySQLClusterLister
-	secrets  corelisters.SecretLister
 	pods     corelisters.PodLister
-	resolve  resources.Resolver
+	// dial makes clients of the members' agents.
+	dial     agents.Dialer
 	recorder record.EventRecorder
 	loop     *ctrl.Loop
 	now      func() time.Time
@@ -101,18 +101,15 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	}); err != nil {
 		return nil, err
 	}
-	if resolve == nil {
-		resolve = agents.DNSResolver
-	}
 	c := &Controller{
 		kube: kube, mysql: client,
 		restores: listers.NewMySQLRestoreLister(restoreInf.Indexer()),
 		index:    restoreInf.Indexer(),
 		backups:  listers.NewMySQLBackupLister(backupInf.Indexer()),
 		clusters: listers.NewMySQLClusterLister(clusterInf.Indexer()),
-		secrets:  corelisters.NewSecretLister(secretInf.Indexer()),
+		dial:     agents.TLSDialer(corelisters.NewSecretLister(secretInf.Indexer()), resolve),
 		pods:     corelisters.NewPodLister(podInf.Indexer()),
-		resolve:  resolve, recorder: recorder, now: time.Now,
+		recorder: recorder, now: time.Now,
 	}
 	c.loop = ctrl.New(Name, "mysqlrestore", c.Sync)
 	c.loop.WaitFor(restoreInf.HasSynced, backupInf.HasSynced, clusterInf.HasSynced, secretInf.HasSynced, podInf.HasSynced)
@@ -269,8 +266,8 @@ func (c *Controller) run(ctx context.Context, key cache.ObjectName, cached *v1al
 }
 
 // agentOf returns a client of member's agent.
-func (c *Controller) agentOf(cl *v1alpha1.MySQLCluster, member string) (*agentapi.Client, error) {
-	return agents.Client(c.secrets, c.resolve, cl, member)
+func (c *Controller) agentOf(cl *v1alpha1.MySQLCluster, member string) (agents.Client, error) {
+	return c.dial(cl, member)
 }
 
 // request is the agent request of restore r from backup b.

@@ -4,8 +4,10 @@
 package agents
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -22,9 +24,48 @@ func DNSResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
 	return host, resources.PortAgent
 }
 
-// Client returns a client of member's agent, with the cluster's agent token and agent
+// Client is what the controllers ask of a member's agent; *agentapi.Client is the real one,
+// unit fixtures give a fake.
+type Client interface {
+	// StartBackup starts a backup (idempotent by ID).
+	StartBackup(ctx context.Context, req agentapi.BackupRequest) (*agentapi.BackupState, error)
+	// Backup returns a backup's state; agentapi.ErrBackupNotFound when the agent lost it.
+	Backup(ctx context.Context, id string) (*agentapi.BackupState, error)
+	// StartRestore starts a restore (idempotent by ID).
+	StartRestore(ctx context.Context, req agentapi.BackupRequest) (*agentapi.BackupState, error)
+	// Restore returns a restore's state; agentapi.ErrBackupNotFound when the agent has none.
+	Restore(ctx context.Context, id string) (*agentapi.BackupState, error)
+	// CommitRestore commits a staged physical restore.
+	CommitRestore(ctx context.Context, id string) (*agentapi.BackupState, error)
+	// DiscardRestore throws a staged restore away.
+	DiscardRestore(ctx context.Context, id string) error
+	// Status returns the member's state.
+	Status(ctx context.Context) (*agentapi.StatusJSON, error)
+	// Reseed marks the member for re-seeding at its next start.
+	Reseed(ctx context.Context, reason string) error
+	// KillServer SIGKILLs the member's server.
+	KillServer(ctx context.Context) error
+	// Seed streams a physical copy of the member's server.
+	Seed(ctx context.Context) (*http.Response, error)
+}
+
+// Dialer returns a client of member's agent in cl.
+type Dialer func(cl *v1alpha1.MySQLCluster, member string) (Client, error)
+
+// TLSDialer is the production Dialer: Dial with the operator's Secret cache and resolve
+// (DNSResolver when nil).
+func TLSDialer(secrets corelisters.SecretLister, resolve resources.Resolver) Dialer {
+	if resolve == nil {
+		resolve = DNSResolver
+	}
+	return func(cl *v1alpha1.MySQLCluster, member string) (Client, error) {
+		return Dial(secrets, resolve, cl, member)
+	}
+}
+
+// Dial returns a client of member's agent, with the cluster's agent token and agent
 // certificate (pinned: the agent must present it) from the operator's cache of its own Secrets.
-func Client(secrets corelisters.SecretLister, resolve resources.Resolver, cl *v1alpha1.MySQLCluster, member string) (*agentapi.Client, error) {
+func Dial(secrets corelisters.SecretLister, resolve resources.Resolver, cl *v1alpha1.MySQLCluster, member string) (*agentapi.Client, error) {
 	sec, err := secret.Get(secrets, cl)
 	if err != nil {
 		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
