@@ -57,9 +57,13 @@ func start(t *testing.T, objs ...runtime.Object) (*fixture.Fixture, *Controller,
 	return f, c, as
 }
 
-func restoreOf(f *fixture.Fixture) *v1alpha1.MySQLRestore { return fixture.Get(f, &v1alpha1.MySQLRestore{}, "r") }
+func restoreOf(f *fixture.Fixture) *v1alpha1.MySQLRestore {
+	return fixture.Get(f, &v1alpha1.MySQLRestore{}, "r")
+}
 
-func clusterOf(f *fixture.Fixture) *v1alpha1.MySQLCluster { return fixture.Get(f, &v1alpha1.MySQLCluster{}, "db") }
+func clusterOf(f *fixture.Fixture) *v1alpha1.MySQLCluster {
+	return fixture.Get(f, &v1alpha1.MySQLCluster{}, "db")
+}
 
 // fenced plays the Cluster controller and clustering: the cluster is Fenced and its primary
 // read-only.
