@@ -218,35 +218,6 @@ func switchoverTarget(requested, setName string, desired int32, plan podPlan, d 
 	return -1, true
 }
 
-// fence is what a cluster's restore annotation asks of its clustering.
-type fence struct {
-	// Reason says who stopped writes; "" when writes go on.
-	Reason string
-	// ClearErrant is set once a physical restore re-filled every member from one backup: no
-	// member holds transactions of its own any more.
-	ClearErrant bool
-	// Stale is set when the annotation names no running restore of the cluster; it is removed.
-	Stale bool
-}
-
-// decideFence reads the restore annotation of c; r is the MySQLRestore it names, nil when
-// none exists. Writes stay stopped only while that restore runs against c, so a restore that
-// ended, failed or was deleted without lifting the fence never leaves the cluster read-only.
-func decideFence(c *v1alpha1.MySQLCluster, r *v1alpha1.MySQLRestore) fence {
-	name := c.Annotations[v1alpha1.AnnotationRestore]
-	if name == "" {
-		return fence{}
-	}
-	if r == nil || r.DeletionTimestamp != nil || r.Spec.ClusterRef.Name != c.Name || r.Status.Phase != v1alpha1.JobRunning ||
-		r.Status.Step == v1alpha1.RestoreResuming {
-		return fence{Stale: true}
-	}
-	return fence{
-		Reason:      "MySQLRestore " + name,
-		ClearErrant: r.Status.Method == v1alpha1.BackupPhysical && r.Status.Step == v1alpha1.RestoreRejoining,
-	}
-}
-
 // observed is everything computeStatus reads.
 type observed struct {
 	Cluster *v1alpha1.MySQLCluster // defaulted copy, spec.version already decided

@@ -176,41 +176,6 @@ func (c *Controller) missingRootSecret(ctx context.Context, cluster *v1alpha1.My
 	return "", nil
 }
 
-// fence reads the cluster's restore annotation and removes it when it names no running
-// restore of the cluster (the restore ended or was deleted without lifting it).
-func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) (fence, error) {
-	name := cluster.Annotations[v1alpha1.AnnotationRestore]
-	if name == "" {
-		return fence{}, nil
-	}
-	r, err := c.restores.MySQLRestores(cluster.Namespace).Get(name)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fence{}, fmt.Errorf("get restore %s: %w", name, err)
-	}
-	f := decideFence(cluster, r)
-	if !f.Stale {
-		return f, nil
-	}
-	// The cache may not show yet that the restore runs (it sets Running, then the fence):
-	// confirm with the API server before lifting the fence.
-	live, err := c.mysql.MysqlopV1alpha1().MySQLRestores(cluster.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return fence{}, fmt.Errorf("get restore %s: %w", name, err)
-	}
-	if f = decideFence(cluster, live); !f.Stale {
-		return f, nil
-	}
-	lift := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationRestore: nil}}
-	if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, lift); err != nil {
-		return f, fmt.Errorf("lift the fence of restore %s: %w", name, err)
-	}
-	events.StaleFenceLifted.Record(c.recorder, cluster, name)
-	return f, nil
-}
-
 // childrenResult is what syncChildren did.
 type childrenResult struct {
 	// statefulSet is the desired StatefulSet, for planning pod work.
