@@ -68,9 +68,6 @@ func ClusterCaches(set *informerset.Set) (clusters, secrets informerset.Informer
 	return clusters, secrets
 }
 
-// IndexByCluster is the index, on objects with a clusterRef, of namespace/cluster name.
-const IndexByCluster = "cluster"
-
 // AddIndex adds the index name to every informer of infs: the namespace/name that value
 // returns for an object ("" indexes nothing).
 func AddIndex(infs informerset.Informers, name string, value func(obj any) (namespace, ref string)) error {
