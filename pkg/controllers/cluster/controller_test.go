@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	fx "github.com/mysqlop/mysql-operator/pkg/controllers/internal/fixture"
 	mysqlfake "github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned/fake"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
@@ -191,22 +192,7 @@ func (f *fixture) writes() []core.Action {
 func describe(actions []core.Action) string {
 	var s []string
 	for _, a := range actions {
-		name := ""
-		switch a := a.(type) {
-		case core.CreateAction: // and UpdateAction: the two interfaces are the same
-			if o, ok := a.GetObject().(metav1.Object); ok {
-				name = o.GetName()
-			}
-		case core.PatchAction:
-			name = a.GetName()
-		case core.DeleteAction:
-			name = a.GetName()
-		}
-		sub := ""
-		if a.GetSubresource() != "" {
-			sub = "/" + a.GetSubresource()
-		}
-		s = append(s, fmt.Sprintf("%s %s%s %s", a.GetVerb(), a.GetResource().Resource, sub, name))
+		s = append(s, fx.Describe(a))
 	}
 	return strings.Join(s, "; ")
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
@@ -51,15 +52,8 @@ func canLogIn(t *testing.T, s *mariadb.Server, pw string) bool {
 // A MySQLUser's account is created on the primary with its grants, an in-sync user costs
 // nothing, a changed Secret rotates the password, and deletion drops the account.
 func TestUserLifecycleOnMariaDB(t *testing.T) {
-	p := fixture.StartPrimary(t)
-	f := fixture.New(t, p.Cluster, p.Credentials, passwordSecret("first-Pa55", "1"), appUser())
-	c, err := New(f.Kube, f.MySQL, f.Set, f.Recorder, p.Resolve)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.secrets.Start(ctx.Done())
+	ctx := context.Background()
+	p, f, c := start(t, passwordSecret("first-Pa55", "1"))
 
 	f.Sync(c.Sync, "app")
 	if cond := ready(f); cond == nil || cond.Status != metav1.ConditionTrue {
@@ -112,15 +106,8 @@ func TestUserLifecycleOnMariaDB(t *testing.T) {
 
 // A missing password Secret is a condition and one Warning, not an error; nothing is created.
 func TestUserWaitsForItsSecret(t *testing.T) {
-	p := fixture.StartPrimary(t)
-	f := fixture.New(t, p.Cluster, p.Credentials, appUser())
-	c, err := New(f.Kube, f.MySQL, f.Set, f.Recorder, p.Resolve)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	c.secrets.Start(ctx.Done())
+	ctx := context.Background()
+	p, f, c := start(t)
 	f.Sync(c.Sync, "app")
 	if cond := ready(f); cond == nil || cond.Reason != v1alpha1.ReasonSecretNotFound {
 		t.Fatalf("Ready %+v", cond)
@@ -135,6 +122,22 @@ func TestUserWaitsForItsSecret(t *testing.T) {
 	if state, _ := p.Server.Admin().Account(ctx, mysql.Account{User: "app", Host: "%"}); state != nil {
 		t.Error("an account was created without a password")
 	}
+}
+
+// start runs the controller over a real primary, the user app and objs, with its Secret
+// watches started.
+func start(t *testing.T, objs ...runtime.Object) (*fixture.Primary, *fixture.Fixture, *Controller) {
+	t.Helper()
+	p := fixture.StartPrimary(t)
+	f := fixture.New(t, append([]runtime.Object{p.Cluster, p.Credentials, appUser()}, objs...)...)
+	c, err := New(f.Kube, f.MySQL, f.Set, f.Recorder, p.Resolve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	c.secrets.Start(ctx.Done())
+	return p, f, c
 }
 
 func waitFor(t *testing.T, cond func() bool) {
