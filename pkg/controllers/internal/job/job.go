@@ -6,6 +6,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -82,4 +83,12 @@ func SetComplete(conds *[]metav1.Condition, generation int64, status metav1.Cond
 		Type: v1alpha1.ConditionComplete, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
 	})
 	return changed
+}
+
+// Timeout is d when set and positive, else def: a job's spec.timeout.
+func Timeout(d *metav1.Duration, def time.Duration) time.Duration {
+	if d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return def
 }
