@@ -318,7 +318,9 @@ func poll(ctx context.Context, client agents.Client, id string) (done *agentapi.
 	return st, "", nil
 }
 
-func timeout(b *v1alpha1.MySQLBackup) time.Duration { return job.Timeout(b.Spec.Timeout, defaultTimeout) }
+func timeout(b *v1alpha1.MySQLBackup) time.Duration {
+	return job.Timeout(b.Spec.Timeout, defaultTimeout)
+}
 
 // setComplete sets the Complete condition and reports whether its status or reason changed.
 func setComplete(st *v1alpha1.MySQLBackupStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {

@@ -92,7 +92,9 @@ func (c *Controller) pending(ctx context.Context, cached *v1alpha1.MySQLRestore,
 	return c.writeStatus(ctx, cached, status)
 }
 
-func timeout(r *v1alpha1.MySQLRestore) time.Duration { return job.Timeout(r.Spec.Timeout, defaultTimeout) }
+func timeout(r *v1alpha1.MySQLRestore) time.Duration {
+	return job.Timeout(r.Spec.Timeout, defaultTimeout)
+}
 
 // setComplete sets the Complete condition and reports whether it changed.
 func setComplete(st *v1alpha1.MySQLRestoreStatus, gen int64, status metav1.ConditionStatus, reason, msg string) bool {
