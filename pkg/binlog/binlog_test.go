@@ -131,7 +131,7 @@ func TestScanMySQLEvents(t *testing.T) {
 		event(ts, 2, make([]byte, 30)) // the transaction's query
 	}
 	event(1006, 4, make([]byte, 20)) // rotate
-	sum, err := binlog.Scan(bytes.NewReader(file.Bytes()), mysql.Flavor("mysql"))
+	sum, err := binlog.Scan(bytes.NewReader(file.Bytes()), mysql.MySQL)
 	if err != nil {
 		t.Fatal(err)
 	}
