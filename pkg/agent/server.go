@@ -34,6 +34,8 @@ import (
 //	POST /api/v1/reseed mark the datadir for re-seeding at the next start (reseed.go)
 //	POST /api/v1/server/kill
 //	                    SIGKILL the server (kill.go)
+//	PUT, GET, DELETE /api/v1/archive
+//	                    archive the binary logs while the server is writable (archive.go)
 //	GET /metrics        (metrics listener) up, read_only, replication threads, lag
 type Server struct {
 	in      *mysql.Instance
@@ -41,6 +43,8 @@ type Server struct {
 	timeout time.Duration
 	reg     *prometheus.Registry
 	backups *backups
+	// archiving is the binary log archiver the operator configured (archive.go).
+	archiving archiving
 	// PIDFile is the server's pid file, for POST /api/v1/server/kill ("" refuses it).
 	PIDFile string
 }
@@ -67,6 +71,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/seed", s.seed)
 	mux.HandleFunc("POST /api/v1/reseed", s.postReseed)
 	mux.HandleFunc("POST /api/v1/server/kill", s.killServer)
+	mux.HandleFunc("PUT /api/v1/archive", s.putArchive)
+	mux.HandleFunc("GET /api/v1/archive", s.getArchive)
+	mux.HandleFunc("DELETE /api/v1/archive", s.deleteArchive)
 	return mux
 }
 

@@ -135,3 +135,36 @@ func Ordinal(podName string) (int, error) {
 	}
 	return n, nil
 }
+
+// ArchiveRequest is the body of PUT /api/v1/archive: archive the server's binary logs to
+// Storage under Prefix while the server is writable. The operator sends it to every member,
+// so that whichever becomes primary archives, even while the operator is away.
+type ArchiveRequest struct {
+	Storage StorageConfig `json:"storage"`
+	// Prefix is the archive's object prefix under the storage prefix.
+	Prefix string `json:"prefix"`
+	// IntervalSeconds bounds how long a transaction waits before it is archived.
+	IntervalSeconds int64 `json:"intervalSeconds"`
+}
+
+// ArchiveState is the answer of GET /api/v1/archive.
+type ArchiveState struct {
+	// Config identifies the configuration in force (a hash of the request); "" when none.
+	Config string `json:"config,omitempty"`
+	// Idle is set while the server is not writable: it does not archive.
+	Idle bool `json:"idle,omitempty"`
+	// End is the GTID state the archive holds.
+	End string `json:"end,omitempty"`
+	// LastArchived and LastArchiveTime name the last object this agent uploaded, and when.
+	LastArchived    string     `json:"lastArchived,omitempty"`
+	LastArchiveTime *time.Time `json:"lastArchiveTime,omitempty"`
+	// LagSeconds and LagBytes measure what is not archived yet.
+	LagSeconds float64 `json:"lagSeconds"`
+	LagBytes   int64   `json:"lagBytes"`
+	// Gap is set when an archived file did not continue the chain.
+	Gap bool `json:"gap,omitempty"`
+	// Error is the last round's failure, "" when it succeeded.
+	Error string `json:"error,omitempty"`
+	// RoundTime is when the last round ended.
+	RoundTime time.Time `json:"roundTime"`
+}

@@ -174,3 +174,28 @@ func (c *Client) Reseed(ctx context.Context, reason string) error {
 	_, err := c.do(ctx, http.MethodPost, "/api/v1/reseed", ReseedRequest{Reason: reason}, nil)
 	return err
 }
+
+// ConfigureArchive sets the agent's binary log archiving (PUT /api/v1/archive); the same
+// request again changes nothing.
+func (c *Client) ConfigureArchive(ctx context.Context, req ArchiveRequest) (*ArchiveState, error) {
+	var st ArchiveState
+	if _, err := c.do(ctx, http.MethodPut, "/api/v1/archive", req, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Archive returns the state of the agent's archiving.
+func (c *Client) Archive(ctx context.Context) (*ArchiveState, error) {
+	var st ArchiveState
+	if _, err := c.do(ctx, http.MethodGet, "/api/v1/archive", nil, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// StopArchive stops the agent's archiving.
+func (c *Client) StopArchive(ctx context.Context) error {
+	_, err := c.do(ctx, http.MethodDelete, "/api/v1/archive", nil, nil)
+	return err
+}
