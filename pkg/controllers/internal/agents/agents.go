@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"strconv"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -45,14 +44,6 @@ type Client interface {
 	Reseed(ctx context.Context, reason string) error
 	// KillServer SIGKILLs the member's server.
 	KillServer(ctx context.Context) error
-	// Seed streams a physical copy of the member's server.
-	Seed(ctx context.Context) (*http.Response, error)
-	// ConfigureArchive sets the member's binary log archiving.
-	ConfigureArchive(ctx context.Context, req agentapi.ArchiveRequest) (*agentapi.ArchiveState, error)
-	// Archive returns the state of the member's archiving.
-	Archive(ctx context.Context) (*agentapi.ArchiveState, error)
-	// StopArchive stops it.
-	StopArchive(ctx context.Context) error
 }
 
 // Dialer returns a client of member's agent in cl.
