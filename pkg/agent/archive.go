@@ -6,8 +6,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
@@ -55,9 +53,7 @@ func (s *Server) putArchive(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	b, _ := json.Marshal(req)
-	sum := sha256.Sum256(b)
-	config := hex.EncodeToString(sum[:8])
+	config := req.ID()
 
 	a := &s.archiving
 	a.mu.Lock()

@@ -4,6 +4,9 @@
 package agentapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -145,6 +148,14 @@ type ArchiveRequest struct {
 	Prefix string `json:"prefix"`
 	// IntervalSeconds bounds how long a transaction waits before it is archived.
 	IntervalSeconds int64 `json:"intervalSeconds"`
+}
+
+// ID identifies the request's configuration: equal requests have equal IDs. The agent reports
+// the ID in force, so the operator sends a request only when it changed.
+func (r ArchiveRequest) ID() string {
+	b, _ := json.Marshal(r)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // ArchiveState is the answer of GET /api/v1/archive.

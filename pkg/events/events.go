@@ -85,6 +85,14 @@ var (
 	WritesStopped = normal("WritesStopped", "Made primary %s read-only: writes are stopped (%s)")
 	// WritesResumed: the restore that stopped a cluster's writes ended (MySQLRestore).
 	WritesResumed = normal("WritesResumed", "MySQLRestore %s ended: writes resume")
+	// ArchiveFailed: binary log archiving could not be configured, or its last round failed
+	// (the condition message).
+	ArchiveFailed = warning("ArchiveFailed", "%s")
+	// ArchiveGap: an archived binary log does not continue the chain (the condition message).
+	ArchiveGap = warning("ArchiveGap", "%s")
+	// ArchiveLagging: the oldest transaction not archived is older than twice the interval
+	// (the condition message).
+	ArchiveLagging = warning("ArchiveLagging", "%s")
 	// StaleFenceLifted: the fence names a restore that is not running; the cluster controller
 	// lifted it (MySQLRestore).
 	StaleFenceLifted = normal("WritesResumed", "MySQLRestore %s is not running: writes resume")

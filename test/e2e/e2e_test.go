@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,11 +16,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/archive"
+	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
+	pkgmysql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
 	"github.com/mysqlop/mysql-operator/test/localkubelet"
@@ -305,6 +310,50 @@ func TestUserJourneys(t *testing.T) {
 		n := rows(t, primary)
 		backup("logical", v1alpha1.BackupLogical)
 		backup("physical", v1alpha1.BackupPhysical)
+
+		// Binary log archiving from the real pods: the primary's agent archives a write within
+		// the interval; dropping spec.binlogArchive stops it and clears the status.
+		setArchive := func(a *v1alpha1.BinlogArchiveSpec) {
+			t.Helper()
+			patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"binlogArchive": a}})
+			if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setArchive(&v1alpha1.BinlogArchiveSpec{Interval: &metav1.Duration{Duration: 2 * time.Second},
+			Storage: v1alpha1.BackupStorage{S3: v1alpha1.S3Storage{Endpoint: store.Endpoint, Bucket: s3.Bucket, Prefix: "e2e",
+				ForcePathStyle: true, CredentialsSecretRef: v1alpha1.LocalReference{Name: "s3-credentials"}}}})
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (100, 'archived')"); err != nil {
+			t.Fatal(err)
+		}
+		var written string
+		if err := appDB(t, primary).QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&written); err != nil {
+			t.Fatal(err)
+		}
+		archiveStarted := time.Now()
+		eventually(t, 2*time.Minute, "the write archived, in the status", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || c.Status.BinlogArchive == nil {
+				return false, nil
+			}
+			cond := apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionArchiving)
+			return c.Status.BinlogArchive.End == written && c.Status.BinlogArchive.Member == primary && cond != nil && cond.Status == metav1.ConditionTrue, nil
+		})
+		t.Logf("write archived and in the status after %v (interval 2 s, status checked every 10 s)", time.Since(archiveStarted).Round(100*time.Millisecond))
+		objStore, err := storage.New(store.Config("e2e"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ix, err := archive.LoadIndex(ctx, objStore, ns+"/"+name+"/binlog", pkgmysql.MariaDB)
+		if err != nil || len(ix.Entries) == 0 || archive.Check(ctx, objStore, ns+"/"+name+"/binlog", ix) != nil {
+			t.Fatalf("archive index %+v: %v", ix, err)
+		}
+		setArchive(nil)
+		eventually(t, time.Minute, "archiving off and out of the status", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && c.Status.BinlogArchive == nil && apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionArchiving) == nil, nil
+		})
+		// (The row archived above came after both backups: the restores below take it away.)
 		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (3, 'after the backup')"); err != nil {
 			t.Fatal(err)
 		}

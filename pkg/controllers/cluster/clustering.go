@@ -59,7 +59,9 @@ type runner struct {
 	gen      int
 	decision *clustering.Decision
 	observed []clustering.Instance
-	cancel   context.CancelFunc
+	// archive is the cluster's archiving as runArchive last saw it.
+	archive *archiveView
+	cancel  context.CancelFunc
 }
 
 // clusterings runs one clustering manager per cluster. runners is the production one; unit
@@ -72,6 +74,8 @@ type clusterings interface {
 	latest(key cache.ObjectName) *clustering.Decision
 	// stop stops key's manager, if any.
 	stop(key cache.ObjectName)
+	// archive returns key's archiving as last seen: nil when none is configured or seen.
+	archive(key cache.ObjectName) *archiveView
 }
 
 // runners is the production clusterings: a runner per cluster, on its own goroutine.
@@ -99,6 +103,7 @@ func (rs *runners) ensureRunner(ctx context.Context, key cache.ObjectName, clust
 		r = &runner{key: key, cluster: cluster, interval: rs.c.cfg.ClusteringInterval, cfg: cfg, cancel: cancel}
 		rs.m[key] = r
 		go r.run(rctx, rs.c)
+		go r.runArchive(rctx, rs.c)
 		return r
 	}
 	r.mu.Lock()
@@ -124,6 +129,19 @@ func (rs *runners) latest(key cache.ObjectName) *clustering.Decision {
 	}
 	d, _ := r.latest()
 	return d
+}
+
+// archive returns the archiving view of key's runner, if one runs.
+func (rs *runners) archive(key cache.ObjectName) *archiveView {
+	rs.mu.Lock()
+	r := rs.m[key]
+	rs.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.archive
 }
 
 // stop stops the runner of key, if any. It does not wait: the runner may be inside an

@@ -21,6 +21,8 @@ type fakeClusterings struct {
 	decision *clustering.Decision
 	cfgs     []runnerConfig
 	stopped  []cache.ObjectName
+	// archiving is what archive returns.
+	archiving *archiveView
 }
 
 func (f *fakeClusterings) ensure(_ context.Context, _ cache.ObjectName, _ *v1alpha1.MySQLCluster, cfg runnerConfig) (*clustering.Decision, []clustering.Instance) {
@@ -37,6 +39,12 @@ func (f *fakeClusterings) latest(cache.ObjectName) *clustering.Decision {
 }
 
 func (f *fakeClusterings) stop(key cache.ObjectName) { f.stopped = append(f.stopped, key) }
+
+func (f *fakeClusterings) archive(cache.ObjectName) *archiveView {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.archiving
+}
 
 func (f *fakeClusterings) last() runnerConfig { return f.cfgs[len(f.cfgs)-1] }
 

@@ -239,6 +239,8 @@ type observed struct {
 	// Fence says who stopped the cluster's writes, "" when nobody did. The phase is Fenced once
 	// the clustering decision was made under it.
 	Fence string
+	// Archive is the cluster's binary log archiving as last seen (nil when none is).
+	Archive *archiveView
 }
 
 // computeStatus returns the cluster's new status from what was observed. Conditions keep their
@@ -370,6 +372,13 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 		st.Phase = v1alpha1.ClusterDegraded
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMembersNotReady,
 			plural(int(st.ReadyMembers), "member is", "members are")+" ready of "+strconv.Itoa(int(c.Spec.Members))+".")
+	}
+	archive, cond := archiveStatus(c.Spec.BinlogArchive, o.Archive)
+	st.BinlogArchive = archive
+	if cond != nil {
+		set(cond.Type, cond.Status, cond.Reason, cond.Message)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionArchiving)
 	}
 	return st
 }

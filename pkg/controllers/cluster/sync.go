@@ -120,7 +120,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	st := computeStatus(latest.Status, observed{
 		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts, ChildError: childError, MissingSecret: missing,
 		Refused: vd.Refused, RequestedVersion: requested, OperatorVersion: c.cfg.OperatorVersion,
-		Clustering: view, Fence: f.Reason,
+		Clustering: view, Fence: f.Reason, Archive: c.archiveView(key),
 	})
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
@@ -444,13 +444,12 @@ func (c *Controller) writeStatus(ctx context.Context, cluster *v1alpha1.MySQLClu
 // eventTransitions emits events for condition changes, once per change rather than per sync.
 func (c *Controller) eventTransitions(cluster *v1alpha1.MySQLCluster, st v1alpha1.MySQLClusterStatus) {
 	old := cluster.Status
-	if conditionChanged(old.Conditions, st.Conditions, v1alpha1.ConditionAccepted) {
-		if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAccepted); cond.Status == metav1.ConditionFalse {
-			conditionEvent(cond.Reason).Record(c.recorder, cluster, cond.Message)
+	// A condition turning False is a Warning, but for waiting for the first archive report.
+	for _, t := range []string{v1alpha1.ConditionAccepted, v1alpha1.ConditionSynced, v1alpha1.ConditionArchiving} {
+		if !conditionChanged(old.Conditions, st.Conditions, t) {
+			continue
 		}
-	}
-	if conditionChanged(old.Conditions, st.Conditions, v1alpha1.ConditionSynced) {
-		if cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); cond.Status == metav1.ConditionFalse {
+		if cond := meta.FindStatusCondition(st.Conditions, t); cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != v1alpha1.ReasonArchivePending {
 			conditionEvent(cond.Reason).Record(c.recorder, cluster, cond.Message)
 		}
 	}
@@ -490,6 +489,20 @@ func conditionEvent(reason string) events.Event {
 		return events.ErrResourceExists
 	case v1alpha1.ReasonSecretNotFound:
 		return events.ClusterSecretNotFound
+	case v1alpha1.ReasonArchiveFailed:
+		return events.ArchiveFailed
+	case v1alpha1.ReasonArchiveGap:
+		return events.ArchiveGap
+	case v1alpha1.ReasonArchiveLagging:
+		return events.ArchiveLagging
 	}
 	return events.SyncFailed
+}
+
+// archiveView is the cluster's archiving as its runner last saw it; nil without clustering.
+func (c *Controller) archiveView(key cache.ObjectName) *archiveView {
+	if !c.cfg.Clustering {
+		return nil
+	}
+	return c.clusterings.archive(key)
 }

@@ -36,6 +36,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.BackupRetentionApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BackupStorage"):
 		return &mysqlopv1alpha1.BackupStorageApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BinlogArchiveSpec"):
+		return &mysqlopv1alpha1.BinlogArchiveSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("BinlogArchiveStatus"):
+		return &mysqlopv1alpha1.BinlogArchiveStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BootstrapSpec"):
 		return &mysqlopv1alpha1.BootstrapSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterReference"):

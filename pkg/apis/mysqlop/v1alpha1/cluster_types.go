@@ -192,6 +192,10 @@ type MySQLClusterSpec struct {
 	// when the cluster is created.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+	// BinlogArchive archives the primary's binary logs continuously to object storage, the
+	// ground for point-in-time recovery (restoring to a time or GTID is not built yet).
+	// +optional
+	BinlogArchive *BinlogArchiveSpec `json:"binlogArchive,omitempty"`
 }
 
 // BootstrapSpec says where a new cluster's data comes from.
@@ -286,6 +290,39 @@ type MySQLClusterStatus struct {
 	// CurrentVersion is the server version every member runs; during an upgrade it is the old one.
 	// +optional
 	CurrentVersion string `json:"currentVersion,omitempty"`
+	// BinlogArchive is what the primary's archiver reports, while spec.binlogArchive is set.
+	// +optional
+	BinlogArchive *BinlogArchiveStatus `json:"binlogArchive,omitempty"`
+}
+
+// BinlogArchiveSpec says where and how often the primary's binary logs are archived. The
+// cluster, not a schedule, names it: archiving follows whichever member is primary, with or
+// without scheduled backups.
+// +kubebuilder:validation:XValidation:rule="!has(self.interval) || duration(self.interval) >= duration('1s')",message="interval must be at least 1s"
+type BinlogArchiveSpec struct {
+	// Storage is where the binary logs go, under <prefix>/<namespace>/<cluster>/binlog/. Its
+	// credentials Secret must be labelled mysqlop.io/storage-credentials=true.
+	Storage BackupStorage `json:"storage"`
+	// Interval bounds how long a committed transaction waits before it is archived (the
+	// recovery point objective, plus one upload): the current binary log is closed and
+	// archived once its oldest unarchived transaction is older. Default 1m.
+	// +optional
+	Interval *metav1.Duration `json:"interval,omitempty"`
+}
+
+// BinlogArchiveStatus is the archive as the primary's agent last reported it.
+type BinlogArchiveStatus struct {
+	// Member is the member that archives (the primary).
+	Member string `json:"member,omitempty"`
+	// End is the GTID position the archive holds.
+	End string `json:"end,omitempty"`
+	// LastArchiveTime is when the last file was archived.
+	// +optional
+	LastArchiveTime *metav1.Time `json:"lastArchiveTime,omitempty"`
+	// LagSeconds is the age of the oldest transaction not archived yet; LagBytes the size of
+	// the binary logs that hold such transactions.
+	LagSeconds int64 `json:"lagSeconds"`
+	LagBytes   int64 `json:"lagBytes"`
 }
 
 // InstanceStatus is the observed state of one member.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -160,6 +161,9 @@ func ValidateCluster(c *MySQLCluster) field.ErrorList {
 	default:
 		errs = append(errs, field.NotSupported(p.Child("replication", "mode"), s.Replication.Mode,
 			[]ReplicationMode{ReplicationSemiSync, ReplicationAsync}))
+	}
+	if a := s.BinlogArchive; a != nil && a.Interval != nil && a.Interval.Duration < time.Second {
+		errs = append(errs, field.Invalid(p.Child("binlogArchive", "interval"), a.Interval.Duration.String(), "must be at least 1s"))
 	}
 	for _, k := range sortedKeys(s.Config) {
 		kp := p.Child("config").Key(k)

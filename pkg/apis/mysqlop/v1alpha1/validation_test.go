@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func valid() *MySQLCluster {
@@ -66,6 +69,12 @@ func TestValidateCluster(t *testing.T) {
 		{"reserved label", func(c *MySQLCluster) { c.Spec.PodLabels = map[string]string{"mysqlop.io/role": "primary"} }, "spec.podLabels[mysqlop.io/role]"},
 		{"server id range", func(c *MySQLCluster) { c.Spec.BaseServerID = MaxServerID }, "spec.baseServerId"},
 		{"root ref name", func(c *MySQLCluster) { c.Spec.RootPasswordSecretRef = &SecretKeyRef{Key: "k"} }, "spec.rootPasswordSecretRef.name"},
+		{"archive interval under 1s", func(c *MySQLCluster) {
+			c.Spec.BinlogArchive = &BinlogArchiveSpec{Interval: &metav1.Duration{Duration: 500 * time.Millisecond}}
+		}, "spec.binlogArchive.interval"},
+		{"archive interval of 1s", func(c *MySQLCluster) {
+			c.Spec.BinlogArchive = &BinlogArchiveSpec{Interval: &metav1.Duration{Duration: time.Second}}
+		}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := valid()

@@ -105,6 +105,9 @@ const (
 	// ConditionDegraded is True when the primary serves but something is wrong (a member down,
 	// broken, errant or not yet set up), or while failing over, or when the cluster is lost.
 	ConditionDegraded = "Degraded"
+	// ConditionArchiving, on a MySQLCluster with spec.binlogArchive, is True while the primary
+	// archives its binary logs within twice the interval; False (with the reason) otherwise.
+	ConditionArchiving = "Archiving"
 	// ConditionComplete, on a backup or a restore, is True when the work finished successfully,
 	// False when it failed (its message says why), Unknown while it waits or runs.
 	ConditionComplete = "Complete"
@@ -133,6 +136,20 @@ const (
 	ReasonMembersNotReady = "MembersNotReady"
 	// ReasonRollingRestart: members are being restarted onto a new pod template.
 	ReasonRollingRestart = "RollingRestart"
+)
+
+// Archiving condition reasons of a MySQLCluster.
+const (
+	// ReasonArchiving: the primary archives within twice the interval.
+	ReasonArchiving = "Archiving"
+	// ReasonArchiveLagging: the oldest unarchived transaction is older than twice the interval.
+	ReasonArchiveLagging = "ArchiveLagging"
+	// ReasonArchiveFailed: the archiver, or configuring it, failed; the message says why.
+	ReasonArchiveFailed = "ArchiveFailed"
+	// ReasonArchiveGap: an archived file does not continue the chain: a recovery cannot cross it.
+	ReasonArchiveGap = "ArchiveGap"
+	// ReasonArchivePending: no report from the primary's archiver yet.
+	ReasonArchivePending = "ArchivePending"
 )
 
 // Ready condition reasons of a MySQLUser or MySQLDatabase.

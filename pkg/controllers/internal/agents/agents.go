@@ -44,6 +44,12 @@ type Client interface {
 	Reseed(ctx context.Context, reason string) error
 	// KillServer SIGKILLs the member's server.
 	KillServer(ctx context.Context) error
+	// Archive returns the state of the member's binary log archiving.
+	Archive(ctx context.Context) (*agentapi.ArchiveState, error)
+	// ConfigureArchive sets it.
+	ConfigureArchive(ctx context.Context, req agentapi.ArchiveRequest) (*agentapi.ArchiveState, error)
+	// StopArchive stops it.
+	StopArchive(ctx context.Context) error
 }
 
 // Dialer returns a client of member's agent in cl.

@@ -27,8 +27,12 @@ const (
 // live GET: the operator caches no Secret it does not own. A credentials Secret without the
 // opt-in label LabelStorageCredentials is refused before its keys are read.
 func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.MySQLBackup) (agentapi.StorageConfig, error) {
-	s3 := b.Spec.Storage.S3
-	sec, err := kube.CoreV1().Secrets(b.Namespace).Get(ctx, s3.CredentialsSecretRef.Name, metav1.GetOptions{})
+	return StorageConfigOf(ctx, kube, b.Namespace, &b.Spec.Storage.S3)
+}
+
+// StorageConfigOf is StorageConfig for the S3 storage s3 of an object in namespace.
+func StorageConfigOf(ctx context.Context, kube kubernetes.Interface, namespace string, s3 *v1alpha1.S3Storage) (agentapi.StorageConfig, error) {
+	sec, err := kube.CoreV1().Secrets(namespace).Get(ctx, s3.CredentialsSecretRef.Name, metav1.GetOptions{})
 	if err != nil {
 		return agentapi.StorageConfig{}, fmt.Errorf("storage credentials Secret %s: %w", s3.CredentialsSecretRef.Name, err)
 	}
@@ -43,7 +47,7 @@ func StorageConfig(ctx context.Context, kube kubernetes.Interface, b *v1alpha1.M
 	cfg := agentapi.StorageConfig{Endpoint: s3.Endpoint, Region: s3.Region, Bucket: s3.Bucket, Prefix: s3.Prefix,
 		ForcePathStyle: s3.ForcePathStyle, AccessKeyID: id, SecretAccessKey: secret}
 	if ref := s3.CASecretRef; ref != nil {
-		ca, err := kube.CoreV1().Secrets(b.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		ca, err := kube.CoreV1().Secrets(namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		if err != nil {
 			return agentapi.StorageConfig{}, fmt.Errorf("storage CA Secret %s: %w", ref.Name, err)
 		}

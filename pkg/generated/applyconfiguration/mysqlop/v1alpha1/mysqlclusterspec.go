@@ -71,6 +71,9 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// Bootstrap fills a new cluster from a backup once it has a primary. It can only be set
 	// when the cluster is created.
 	Bootstrap *BootstrapSpecApplyConfiguration `json:"bootstrap,omitempty"`
+	// BinlogArchive archives the primary's binary logs continuously to object storage, the
+	// ground for point-in-time recovery (restoring to a time or GTID is not built yet).
+	BinlogArchive *BinlogArchiveSpecApplyConfiguration `json:"binlogArchive,omitempty"`
 }
 
 // MySQLClusterSpecApplyConfiguration constructs a declarative configuration of the MySQLClusterSpec type for use with
@@ -248,5 +251,13 @@ func (b *MySQLClusterSpecApplyConfiguration) WithBaseServerID(value int64) *MySQ
 // If called multiple times, the Bootstrap field is set to the value of the last call.
 func (b *MySQLClusterSpecApplyConfiguration) WithBootstrap(value *BootstrapSpecApplyConfiguration) *MySQLClusterSpecApplyConfiguration {
 	b.Bootstrap = value
+	return b
+}
+
+// WithBinlogArchive sets the BinlogArchive field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BinlogArchive field is set to the value of the last call.
+func (b *MySQLClusterSpecApplyConfiguration) WithBinlogArchive(value *BinlogArchiveSpecApplyConfiguration) *MySQLClusterSpecApplyConfiguration {
+	b.BinlogArchive = value
 	return b
 }

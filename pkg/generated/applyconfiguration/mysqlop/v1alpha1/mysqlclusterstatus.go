@@ -53,6 +53,8 @@ type MySQLClusterStatusApplyConfiguration struct {
 	OperatorVersion *string `json:"operatorVersion,omitempty"`
 	// CurrentVersion is the server version every member runs; during an upgrade it is the old one.
 	CurrentVersion *string `json:"currentVersion,omitempty"`
+	// BinlogArchive is what the primary's archiver reports, while spec.binlogArchive is set.
+	BinlogArchive *BinlogArchiveStatusApplyConfiguration `json:"binlogArchive,omitempty"`
 }
 
 // MySQLClusterStatusApplyConfiguration constructs a declarative configuration of the MySQLClusterStatus type for use with
@@ -158,5 +160,13 @@ func (b *MySQLClusterStatusApplyConfiguration) WithOperatorVersion(value string)
 // If called multiple times, the CurrentVersion field is set to the value of the last call.
 func (b *MySQLClusterStatusApplyConfiguration) WithCurrentVersion(value string) *MySQLClusterStatusApplyConfiguration {
 	b.CurrentVersion = &value
+	return b
+}
+
+// WithBinlogArchive sets the BinlogArchive field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the BinlogArchive field is set to the value of the last call.
+func (b *MySQLClusterStatusApplyConfiguration) WithBinlogArchive(value *BinlogArchiveStatusApplyConfiguration) *MySQLClusterStatusApplyConfiguration {
+	b.BinlogArchive = value
 	return b
 }

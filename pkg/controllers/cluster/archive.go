@@ -1,0 +1,208 @@
+package cluster
+
+// Binary log archiving (spec.binlogArchive): the operator configures every member's agent, and
+// the agent of whichever member is writable archives (pkg/archive), so that archiving goes on
+// through a failover while the operator is away. Each runner keeps its cluster's agents
+// configured on a goroutine of its own, never on the clustering loop's, whose rounds bound the
+// time to fail over, and never on a controller worker. The primary's report becomes
+// status.binlogArchive and the Archiving condition.
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/job"
+)
+
+const (
+	// archivePeriod is how often a runner checks its members' archivers.
+	archivePeriod = 10 * time.Second
+	// archiveCallTimeout bounds one call to an agent.
+	archiveCallTimeout = 5 * time.Second
+	// storageTTL is how long read storage credentials are used before they are read again
+	// (they can be rotated in their Secret).
+	storageTTL = time.Minute
+	// defaultArchiveInterval is spec.binlogArchive.interval's default.
+	defaultArchiveInterval = time.Minute
+)
+
+// archiveView is the cluster's archiving as the runner last saw it.
+type archiveView struct {
+	// Member is the primary, whose archiver reports.
+	Member string
+	// State is its report; nil when it could not be read.
+	State *agentapi.ArchiveState
+	// Err says why archiving could not be configured or read ("" when it was).
+	Err string
+}
+
+// archiver keeps one cluster's agents configured.
+type archiver struct {
+	// req and reqTime cache the request built from the spec and the credentials Secret.
+	req     *agentapi.ArchiveRequest
+	reqSpec *v1alpha1.BinlogArchiveSpec
+	reqTime time.Time
+	// configured says some agent may be archiving: when the spec goes, each is told to stop.
+	configured bool
+}
+
+// archiveInterval is spec's interval or its default.
+func archiveInterval(spec *v1alpha1.BinlogArchiveSpec) time.Duration {
+	if spec.Interval != nil && spec.Interval.Duration > 0 {
+		return spec.Interval.Duration
+	}
+	return defaultArchiveInterval
+}
+
+// archivePrefix is the archive's object prefix under the storage prefix.
+func archivePrefix(cl *v1alpha1.MySQLCluster) string {
+	return path.Join(cl.Namespace, cl.Name, "binlog")
+}
+
+// runArchive checks the members' archivers every archivePeriod until ctx ends.
+func (r *runner) runArchive(ctx context.Context, c *Controller) {
+	var a archiver
+	t := time.NewTicker(archivePeriod)
+	defer t.Stop()
+	for {
+		r.mu.Lock()
+		cluster, cfg, d := r.cluster, r.cfg, r.decision
+		r.mu.Unlock()
+		primary := ""
+		if d != nil && d.Primary >= 0 && d.Primary < len(cfg.pods) {
+			primary = cfg.pods[d.Primary]
+		}
+		view := a.sync(ctx, c, cluster, cfg.pods, primary)
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		changed := !reflect.DeepEqual(r.archive, view)
+		r.archive = view
+		r.mu.Unlock()
+		if changed {
+			c.loop.Add(r.key)
+		}
+		if !sleep(ctx, t.C) {
+			return
+		}
+	}
+}
+
+// sync configures every member's agent for cl.Spec.BinlogArchive (or stops them once it is
+// gone) and returns the primary's report; nil when the spec has no archive.
+func (a *archiver) sync(ctx context.Context, c *Controller, cl *v1alpha1.MySQLCluster, pods []string, primary string) *archiveView {
+	logger := klog.FromContext(ctx).WithValues("cluster", klog.KObj(cl))
+	spec := cl.Spec.BinlogArchive
+	if spec == nil {
+		if a.configured {
+			for _, pod := range pods {
+				if err := a.call(ctx, c, cl, pod, func(ctx context.Context, ag agents.Client) error { return ag.StopArchive(ctx) }); err != nil {
+					logger.Info("Could not stop archiving", "pod", pod, "err", err)
+				}
+			}
+			a.configured, a.req, a.reqSpec = false, nil, nil
+		}
+		return nil
+	}
+	if a.req == nil || !reflect.DeepEqual(a.reqSpec, spec) || time.Since(a.reqTime) > storageTTL {
+		store, err := job.StorageConfigOf(ctx, c.kube, cl.Namespace, &spec.Storage.S3)
+		if err != nil {
+			return &archiveView{Member: primary, Err: err.Error()}
+		}
+		a.req = &agentapi.ArchiveRequest{Storage: store, Prefix: archivePrefix(cl), IntervalSeconds: int64(archiveInterval(spec).Seconds())}
+		a.reqSpec, a.reqTime = spec.DeepCopy(), time.Now()
+	}
+	view := &archiveView{Member: primary}
+	if primary == "" {
+		view.Err = "the cluster has no primary"
+	}
+	for _, pod := range pods {
+		var st *agentapi.ArchiveState
+		err := a.call(ctx, c, cl, pod, func(ctx context.Context, ag agents.Client) error {
+			var err error
+			if st, err = ag.Archive(ctx); err != nil || st.Config == a.req.ID() {
+				return err
+			}
+			a.configured = true
+			st, err = ag.ConfigureArchive(ctx, *a.req)
+			return err
+		})
+		if pod != primary {
+			continue
+		}
+		if err != nil {
+			view.Err = fmt.Sprintf("agent of %s: %v", pod, err)
+		}
+		view.State = st
+	}
+	return view
+}
+
+// call runs f on pod's agent with a bounded context.
+func (a *archiver) call(ctx context.Context, c *Controller, cl *v1alpha1.MySQLCluster, pod string, f func(context.Context, agents.Client) error) error {
+	ag, err := c.dial(cl, pod)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, archiveCallTimeout)
+	defer cancel()
+	return f(ctx, ag)
+}
+
+// archiveStatus is the archive's status and Archiving condition from the runner's view (nil
+// status and condition when spec has no archive).
+func archiveStatus(spec *v1alpha1.BinlogArchiveSpec, v *archiveView) (*v1alpha1.BinlogArchiveStatus, *metav1.Condition) {
+	if spec == nil {
+		return nil, nil
+	}
+	cond := &metav1.Condition{Type: v1alpha1.ConditionArchiving, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonArchivePending,
+		Message: "No report from the primary's archiver yet"}
+	if v == nil {
+		return nil, cond
+	}
+	st := &v1alpha1.BinlogArchiveStatus{Member: v.Member}
+	s := v.State
+	if s != nil {
+		st.End, st.LagSeconds, st.LagBytes = s.End, int64(s.LagSeconds), s.LagBytes
+		if s.LastArchiveTime != nil {
+			t := metav1.NewTime(*s.LastArchiveTime)
+			st.LastArchiveTime = &t
+		}
+	}
+	interval := archiveInterval(spec)
+	switch {
+	case v.Err != "":
+		cond.Reason, cond.Message = v1alpha1.ReasonArchiveFailed, v.Err
+	case s == nil || s.RoundTime.IsZero():
+		// Pending: configured, no round reported yet.
+	case s.Error != "":
+		cond.Reason, cond.Message = v1alpha1.ReasonArchiveFailed, "The archiver of "+v.Member+" failed: "+s.Error
+	case s.Gap:
+		cond.Reason, cond.Message = v1alpha1.ReasonArchiveGap, "An archived binary log does not continue the chain: a recovery cannot cross it"
+	case s.Idle:
+		cond.Reason, cond.Message = v1alpha1.ReasonArchivePending, v.Member+" is not writable yet"
+	case time.Duration(s.LagSeconds*float64(time.Second)) > 2*interval:
+		cond.Reason, cond.Message = v1alpha1.ReasonArchiveLagging, fmt.Sprintf("The oldest transaction not archived is %ds old (interval %v)", int64(s.LagSeconds), interval)
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, v1alpha1.ReasonArchiving
+		cond.Message = fmt.Sprintf("%s archives within %v; archived up to %s", v.Member, interval, orNone(s.End))
+	}
+	return st, cond
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing yet"
+	}
+	return s
+}

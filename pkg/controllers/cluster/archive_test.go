@@ -1,0 +1,160 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
+	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	fx "github.com/mysqlop/mysql-operator/pkg/controllers/internal/fixture"
+)
+
+func archiveSpec() *v1alpha1.BinlogArchiveSpec {
+	return &v1alpha1.BinlogArchiveSpec{Interval: &metav1.Duration{Duration: 10 * time.Second},
+		Storage: v1alpha1.BackupStorage{S3: v1alpha1.S3Storage{Bucket: "bk", CredentialsSecretRef: v1alpha1.LocalReference{Name: "s3"}}}}
+}
+
+func TestArchiveStatus(t *testing.T) {
+	at := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	reported := func(mutate func(*agentapi.ArchiveState)) *archiveView {
+		s := &agentapi.ArchiveState{Config: "c", End: "0-1-9", RoundTime: at, LastArchiveTime: &at, LagSeconds: 3, LagBytes: 400}
+		mutate(s)
+		return &archiveView{Member: "db-0", State: s}
+	}
+	for _, tc := range []struct {
+		name   string
+		spec   *v1alpha1.BinlogArchiveSpec
+		view   *archiveView
+		status metav1.ConditionStatus
+		reason string
+	}{
+		{"no archive", nil, nil, "", ""},
+		{"not seen yet", archiveSpec(), nil, metav1.ConditionFalse, v1alpha1.ReasonArchivePending},
+		{"configured, no round yet", archiveSpec(), &archiveView{Member: "db-0", State: &agentapi.ArchiveState{Config: "c"}}, metav1.ConditionFalse, v1alpha1.ReasonArchivePending},
+		{"archiving", archiveSpec(), reported(func(*agentapi.ArchiveState) {}), metav1.ConditionTrue, v1alpha1.ReasonArchiving},
+		{"lagging", archiveSpec(), reported(func(s *agentapi.ArchiveState) { s.LagSeconds = 25 }), metav1.ConditionFalse, v1alpha1.ReasonArchiveLagging},
+		{"round failed", archiveSpec(), reported(func(s *agentapi.ArchiveState) { s.Error = "upload: 403" }), metav1.ConditionFalse, v1alpha1.ReasonArchiveFailed},
+		{"gap", archiveSpec(), reported(func(s *agentapi.ArchiveState) { s.Gap = true }), metav1.ConditionFalse, v1alpha1.ReasonArchiveGap},
+		{"primary read-only", archiveSpec(), reported(func(s *agentapi.ArchiveState) { s.Idle = true }), metav1.ConditionFalse, v1alpha1.ReasonArchivePending},
+		{"storage unusable", archiveSpec(), &archiveView{Member: "db-0", Err: "storage credentials Secret s3 is not labelled"}, metav1.ConditionFalse, v1alpha1.ReasonArchiveFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, cond := archiveStatus(tc.spec, tc.view)
+			if tc.spec == nil {
+				if st != nil || cond != nil {
+					t.Fatalf("status %+v condition %+v without an archive", st, cond)
+				}
+				return
+			}
+			if cond.Status != tc.status || cond.Reason != tc.reason {
+				t.Errorf("condition %s/%s %q, want %s/%s", cond.Status, cond.Reason, cond.Message, tc.status, tc.reason)
+			}
+			if tc.view != nil && tc.view.State != nil && tc.view.State.RoundTime.Equal(at) && (st.End != "0-1-9" || st.Member != "db-0" || st.LastArchiveTime == nil) {
+				t.Errorf("status %+v", st)
+			}
+		})
+	}
+}
+
+// The runner's archiver configures every member's agent once per configuration, reports the
+// primary's state, refuses an unlabelled storage Secret, and stops every agent once the spec
+// drops the archive.
+func TestArchiverConfiguresEveryMember(t *testing.T) {
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3"},
+		Data: map[string][]byte{"accessKeyId": []byte("AKID"), "secretAccessKey": []byte("s3cr3t")}}
+	f := newFixture(t, config("v1"), creds)
+	as := fx.Agents{"db-0": {}, "db-1": {}, "db-2": {}}
+	f.ctrl.dial = as.Dialer()
+	cl := mariadb(3, "10.11.6")
+	cl.Spec.BinlogArchive = archiveSpec()
+	pods := []string{"db-0", "db-1", "db-2"}
+	ctx := context.Background()
+	var a archiver
+
+	v := a.sync(ctx, f.ctrl, cl, pods, "db-1")
+	if v == nil || !strings.Contains(v.Err, "not labelled") || len(as["db-0"].Calls) != 0 {
+		t.Fatalf("unlabelled Secret: view %+v, calls %v", v, as["db-0"].Calls)
+	}
+
+	creds.Labels = map[string]string{v1alpha1.LabelStorageCredentials: "true"}
+	if _, err := f.kube.CoreV1().Secrets(ns).Update(ctx, creds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.req = nil // as after the TTL
+	v = a.sync(ctx, f.ctrl, cl, pods, "db-1")
+	if v.Err != "" || v.Member != "db-1" || v.State == nil || v.State.Config == "" {
+		t.Fatalf("view %+v", v)
+	}
+	for _, p := range pods {
+		if !slices.Contains(as[p].Calls, "ConfigureArchive ns/db/binlog") {
+			t.Errorf("%s not configured: %v", p, as[p].Calls)
+		}
+	}
+	a.sync(ctx, f.ctrl, cl, pods, "db-1")
+	for _, p := range pods {
+		if n := strings.Count(strings.Join(as[p].Calls, ","), "ConfigureArchive"); n != 1 {
+			t.Errorf("%s configured %d times for one configuration", p, n)
+		}
+	}
+
+	// An agent that restarted forgot its configuration: it is configured again.
+	as["db-2"].Archiving = agentapi.ArchiveState{}
+	a.sync(ctx, f.ctrl, cl, pods, "db-1")
+	if n := strings.Count(strings.Join(as["db-2"].Calls, ","), "ConfigureArchive"); n != 2 {
+		t.Errorf("a restarted agent was configured %d times in all, want 2", n)
+	}
+
+	// The primary's agent does not answer: the view says so.
+	as["db-1"].Down = true
+	if v := a.sync(ctx, f.ctrl, cl, pods, "db-1"); !strings.Contains(v.Err, "agent of db-1") || v.State != nil {
+		t.Errorf("primary's agent down: %+v", v)
+	}
+	as["db-1"].Down = false
+
+	cl.Spec.BinlogArchive = nil
+	if v := a.sync(ctx, f.ctrl, cl, pods, "db-1"); v != nil {
+		t.Errorf("view without an archive: %+v", v)
+	}
+	for _, p := range pods {
+		if !slices.Contains(as[p].Calls, "StopArchive") || as[p].Archiving.Config != "" {
+			t.Errorf("%s not stopped: %v", p, as[p].Calls)
+		}
+	}
+}
+
+// The primary's report becomes status.binlogArchive and the Archiving condition; a condition
+// turning False for a reason other than waiting is a Warning event.
+func TestArchiveReachesTheStatus(t *testing.T) {
+	c := mariadb(3, "10.11.6")
+	c.Spec.BinlogArchive = archiveSpec()
+	f := inSync(t, c)
+	fake := withClustering(f, 0)
+	now := time.Now().UTC()
+	fake.archiving = &archiveView{Member: "db-0", State: &agentapi.ArchiveState{Config: "c", End: "0-1-42", RoundTime: now, LastArchiveTime: &now}}
+	f.sync()
+	st := f.cluster().Status
+	cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionArchiving)
+	if st.BinlogArchive == nil || st.BinlogArchive.End != "0-1-42" || cond == nil || cond.Status != metav1.ConditionTrue {
+		t.Fatalf("status %+v condition %+v", st.BinlogArchive, cond)
+	}
+	f.settle()
+	f.events()
+	fake.archiving = &archiveView{Member: "db-0", State: &agentapi.ArchiveState{Config: "c", RoundTime: now, Error: "upload: 403 Forbidden"}}
+	f.sync()
+	if ev := f.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning ArchiveFailed The archiver of db-0 failed: upload: 403") {
+		t.Errorf("events %q", ev)
+	}
+	f.settle()
+	f.editCluster(func(c *v1alpha1.MySQLCluster) { c.Spec.BinlogArchive = nil })
+	f.sync()
+	if st := f.cluster().Status; st.BinlogArchive != nil || meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionArchiving) != nil {
+		t.Errorf("archive left in the status: %+v %v", st.BinlogArchive, st.Conditions)
+	}
+}
