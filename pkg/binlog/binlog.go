@@ -135,12 +135,12 @@ func (s *Summary) transaction(ts uint32) {
 // domain, server and sequence number.
 func mariaDBGTIDList(b []byte) (mysql.MariaDBPosition, error) {
 	if len(b) < 4 {
-		return nil, fmt.Errorf("Gtid_list event: %d bytes", len(b))
+		return nil, fmt.Errorf("a Gtid_list event: %d bytes", len(b))
 	}
 	n := int(binary.LittleEndian.Uint32(b) & 0x0fffffff)
 	b = b[4:]
 	if len(b) < 16*n {
-		return nil, fmt.Errorf("Gtid_list event: %d entries in %d bytes", n, len(b))
+		return nil, fmt.Errorf("a Gtid_list event: %d entries in %d bytes", n, len(b))
 	}
 	pos := mysql.MariaDBPosition{}
 	for i := range n {
@@ -156,7 +156,7 @@ func mariaDBGTIDList(b []byte) (mysql.MariaDBPosition, error) {
 // mysqlPreviousGTIDs decodes a Previous_gtids event: a count of source UUIDs, then per UUID
 // its 16 bytes and a count of intervals [start, end) of 8-byte numbers.
 func mysqlPreviousGTIDs(b []byte) (mysql.MySQLGTIDSet, error) {
-	bad := fmt.Errorf("Previous_gtids event: truncated (%d bytes)", len(b))
+	bad := fmt.Errorf("a Previous_gtids event: truncated (%d bytes)", len(b))
 	if len(b) < 8 {
 		return nil, bad
 	}
