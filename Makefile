@@ -47,7 +47,7 @@ verify: ## Fail on stale generated code, CRDs or rendered manifests, a chart hel
 	$(MAKE) lint
 
 .PHONY: lint
-lint: ## staticcheck (pinned, built from the module proxy) on all but generated code, and the operator's dependency rule: it links none of the agent's server, toolbox or backup tools.
+lint: ## staticcheck (pinned, built from the module proxy) on all but generated code, and the operator's dependency rule: it links none of the agent's server, toolbox, backup tools or test helpers.
 	hack/build-tools.sh staticcheck
 	_output/bin/staticcheck $$($(GO) list ./... | grep -v /pkg/generated/)
 	hack/verify-deps.sh
