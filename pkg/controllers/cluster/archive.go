@@ -53,6 +53,9 @@ type archiver struct {
 	reqTime time.Time
 	// configured says some agent may be archiving: when the spec goes, each is told to stop.
 	configured bool
+	// checked is set once the agents were asked whether an earlier operator process left them
+	// archiving: a spec dropped while no operator ran must still stop them.
+	checked bool
 }
 
 // archiveInterval is spec's interval or its default.
@@ -104,16 +107,26 @@ func (a *archiver) sync(ctx context.Context, c *Controller, cl *v1alpha1.MySQLCl
 	logger := klog.FromContext(ctx).WithValues("cluster", klog.KObj(cl))
 	spec := cl.Spec.BinlogArchive
 	if spec == nil {
-		if a.configured {
+		if a.configured || !a.checked {
 			for _, pod := range pods {
-				if err := a.call(ctx, c, cl, pod, func(ctx context.Context, ag agents.Client) error { return ag.StopArchive(ctx) }); err != nil {
-					logger.Info("Could not stop archiving", "pod", pod, "err", err)
+				err := a.call(ctx, c, cl, pod, func(ctx context.Context, ag agents.Client) error {
+					if !a.configured {
+						// Only asked after a start: stop what an earlier process configured.
+						if st, err := ag.Archive(ctx); err != nil || st.Config == "" {
+							return err
+						}
+					}
+					return ag.StopArchive(ctx)
+				})
+				if err != nil {
+					logger.V(2).Info("Could not stop archiving", "pod", pod, "err", err)
 				}
 			}
-			a.configured, a.req, a.reqSpec = false, nil, nil
+			a.configured, a.checked, a.req, a.reqSpec = false, true, nil, nil
 		}
 		return nil
 	}
+	a.checked = true
 	if a.req == nil || !reflect.DeepEqual(a.reqSpec, spec) || time.Since(a.reqTime) > storageTTL {
 		store, err := job.StorageConfigOf(ctx, c.kube, cl.Namespace, &spec.Storage.S3)
 		if err != nil {

@@ -127,6 +127,19 @@ func TestArchiverConfiguresEveryMember(t *testing.T) {
 			t.Errorf("%s not stopped: %v", p, as[p].Calls)
 		}
 	}
+
+	// A new operator process (a new archiver) finds an agent an earlier one left archiving
+	// after the spec dropped the archive: it stops that one, and asks the others only once.
+	as["db-2"].Archiving.Config = "left-over"
+	for _, p := range pods {
+		as[p].Calls = nil
+	}
+	var fresh archiver
+	fresh.sync(ctx, f.ctrl, cl, pods, "db-1")
+	fresh.sync(ctx, f.ctrl, cl, pods, "db-1")
+	if !slices.Equal(as["db-2"].Calls, []string{"Archive", "StopArchive"}) || !slices.Equal(as["db-0"].Calls, []string{"Archive"}) {
+		t.Errorf("after a restart: db-2 %v, db-0 %v", as["db-2"].Calls, as["db-0"].Calls)
+	}
 }
 
 // The primary's report becomes status.binlogArchive and the Archiving condition; a condition
