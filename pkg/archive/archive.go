@@ -92,6 +92,22 @@ type Archiver struct {
 	Interval time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// ix is the index as this archiver last read or wrote it. Only a writable server writes
+	// the index, so it is read again only after a round that idled or failed: another
+	// archiver may have written it meanwhile.
+	ix *Index
+	// closed caches the summaries of files older than the current one, which the server never
+	// writes again, so that a round reads only the current file and the ones it has not seen.
+	// The key holds size and modification time: RESET MASTER reuses file names.
+	closed map[fileKey]binlog.Summary
+}
+
+// fileKey identifies one version of a binary log file.
+type fileKey struct {
+	name    string
+	size    int64
+	modTime time.Time
 }
 
 // Report is what one round saw and did.
@@ -122,6 +138,14 @@ func (a *Archiver) now() time.Time {
 // Round archives every closed file holding transactions the archive lacks, and closes the
 // current file when its oldest such transaction is older than Interval.
 func (a *Archiver) Round(ctx context.Context) (Report, error) {
+	rep, err := a.round(ctx)
+	if err != nil || rep.Idle {
+		a.ix = nil
+	}
+	return rep, err
+}
+
+func (a *Archiver) round(ctx context.Context) (Report, error) {
 	writable, err := a.In.Writable(ctx)
 	if err != nil {
 		return Report{}, err
@@ -129,10 +153,12 @@ func (a *Archiver) Round(ctx context.Context) (Report, error) {
 	if !writable {
 		return Report{Idle: true}, nil
 	}
-	ix, err := a.LoadIndex(ctx)
-	if err != nil {
-		return Report{}, err
+	if a.ix == nil {
+		if a.ix, err = a.LoadIndex(ctx); err != nil {
+			return Report{}, err
+		}
 	}
+	ix := a.ix
 	serverID, files, err := a.binaryLogs(ctx)
 	if err != nil {
 		return Report{}, err
@@ -141,9 +167,11 @@ func (a *Archiver) Round(ctx context.Context) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
+	closed := map[fileKey]binlog.Summary{}
+	defer func() { a.closed = closed }()
 	var rep Report
 	for i, f := range files {
-		sum, err := a.scan(f)
+		sum, err := a.summary(f, i == len(files)-1, closed)
 		if err != nil {
 			return rep, err
 		}
@@ -213,15 +241,29 @@ func (a *Archiver) binaryLogs(ctx context.Context) (uint32, []string, error) {
 	return id, files, rows.Err()
 }
 
-func (a *Archiver) scan(file string) (binlog.Summary, error) {
+// summary reads file, or takes a closed file's summary from the last round's cache; a closed
+// file's summary goes into next, the cache of the next round.
+func (a *Archiver) summary(file string, current bool, next map[fileKey]binlog.Summary) (binlog.Summary, error) {
 	f, err := os.Open(filepath.Join(a.Dir, filepath.Base(file)))
 	if err != nil {
 		return binlog.Summary{}, fmt.Errorf("open binary log: %w", err)
 	}
 	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return binlog.Summary{}, fmt.Errorf("stat binary log: %w", err)
+	}
+	key := fileKey{name: fi.Name(), size: fi.Size(), modTime: fi.ModTime()}
+	if sum, ok := a.closed[key]; ok && !current {
+		next[key] = sum
+		return sum, nil
+	}
 	sum, err := binlog.Scan(f, a.In.Flavor)
 	if err != nil {
 		return sum, fmt.Errorf("read binary log %s: %w", file, err)
+	}
+	if !current {
+		next[key] = sum
 	}
 	return sum, nil
 }
