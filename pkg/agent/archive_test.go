@@ -33,9 +33,7 @@ func TestArchiveAPIOnMariaDB(t *testing.T) {
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 	cfg := gw.Config("")
-	req := agentapi.ArchiveRequest{Prefix: "ns/db/binlog", IntervalSeconds: 1, Storage: agentapi.StorageConfig{
-		Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, ForcePathStyle: true,
-		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}}
+	req := agentapi.ArchiveRequest{Prefix: "ns/db/binlog", IntervalSeconds: 1, Storage: gw.AgentConfig("")}
 	c := &agentapi.Client{BaseURL: api.URL, Token: "agent-token"}
 	if _, err := (&agentapi.Client{BaseURL: api.URL, Token: "wrong"}).ConfigureArchive(ctx, req); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong token: %v", err)

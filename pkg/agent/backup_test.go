@@ -35,9 +35,7 @@ func TestBackupAPIOnMariaDB(t *testing.T) {
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 	cfg := gw.Config("db")
-	req := agentapi.BackupRequest{ID: "uid-1", Method: executor.Logical, Object: "ns/b1/dump.sql.zst", Storage: agentapi.StorageConfig{
-		Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
-		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}}
+	req := agentapi.BackupRequest{ID: "uid-1", Method: executor.Logical, Object: "ns/b1/dump.sql.zst", Storage: gw.AgentConfig("db")}
 
 	if _, err := (&agentapi.Client{BaseURL: api.URL, Token: "wrong"}).StartBackup(ctx, req); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong token: %v", err)

@@ -120,9 +120,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	// A source initialised by an earlier version still holds the installer's root account.
 	plantInstallerAccount(t, source.op(t))
 	want := checksumOf(t, source.op(t))
-	cfg := gw.Config("p")
-	store := agentapi.StorageConfig{Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
-		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}
+	store := gw.AgentConfig("p")
 	if _, err := source.client.StartBackup(ctx, agentapi.BackupRequest{ID: "bk", Method: executor.Physical, Object: "full.xbstream.zst", Storage: store}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/test/framework"
 	"github.com/mysqlop/mysql-operator/test/proc"
@@ -115,6 +116,14 @@ func StartOn(t T, host string) *Server {
 }
 
 // Config returns a storage configuration for the server's bucket under prefix.
+// AgentConfig is Config as an agent request carries it.
+func (s *Server) AgentConfig(prefix string) agentapi.StorageConfig {
+	c := s.Config(prefix)
+	return agentapi.StorageConfig{Endpoint: c.Endpoint, Region: c.Region, Bucket: c.Bucket, Prefix: c.Prefix, ForcePathStyle: c.ForcePathStyle,
+		AccessKeyID: c.AccessKeyID, SecretAccessKey: c.SecretAccessKey}
+}
+
+// Config is the storage configuration of the server's bucket under prefix.
 func (s *Server) Config(prefix string) storage.Config {
 	return storage.Config{Endpoint: s.Endpoint, Bucket: Bucket, Prefix: prefix, ForcePathStyle: true, Region: "us-east-1",
 		AccessKeyID: AccessKey, SecretAccessKey: SecretKey}

@@ -127,11 +127,8 @@ func run(t *benchutil.T, size int64) error {
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 	client := &agentapi.Client{BaseURL: api.URL, Token: "bench-token"}
-	cfg := gw.Config("bench")
 	restoreReq := func(method string) agentapi.BackupRequest {
-		return agentapi.BackupRequest{ID: method + "-restore", Method: method, Object: method, SHA256: stored[method].SHA256, Storage: agentapi.StorageConfig{
-			Endpoint: cfg.Endpoint, Region: cfg.Region, Bucket: cfg.Bucket, Prefix: cfg.Prefix, ForcePathStyle: true,
-			AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey}}
+		return agentapi.BackupRequest{ID: method + "-restore", Method: method, Object: method, SHA256: stored[method].SHA256, Storage: gw.AgentConfig("bench")}
 	}
 
 	// Logical: the client reading the dump from a file, then the agent, each into an empty schema.
