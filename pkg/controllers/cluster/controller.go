@@ -65,7 +65,8 @@ type Config struct {
 	ClusteringInterval time.Duration
 	// Resolve maps a member pod to the address the operator dials; default resources.DNSResolver.
 	Resolve resources.Resolver
-	// AgentResolve maps a member pod to its agent's address; default agents.DNSResolver.
+	// AgentResolve maps a member pod to its agent's address; nil means agents.DNSResolver
+	// (agents.TLSDialer's default).
 	AgentResolve resources.Resolver
 	// NetworkPolicy, when set, gives every cluster a NetworkPolicy (pkg/resources/networkpolicy)
 	// letting only these operator pods and the cluster's members reach the agents.
@@ -136,9 +137,6 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = resources.DNSResolver
-	}
-	if cfg.AgentResolve == nil {
-		cfg.AgentResolve = agents.DNSResolver
 	}
 	if cfg.ClusteringInterval <= 0 {
 		cfg.ClusteringInterval = time.Second
