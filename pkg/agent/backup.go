@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"regexp"
 	"sync"
 	"time"
@@ -235,8 +236,12 @@ func (s *Server) postRestore(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if req.Method == executor.Physical {
+	switch req.Method {
+	case executor.Physical:
 		s.startJob(w, req, store, s.backups.stage(req, store))
+		return
+	case agentapi.MethodReplay:
+		s.startJob(w, req, store, s.backups.replay(req, store))
 		return
 	}
 	s.startJob(w, req, store, s.backups.restore(req, store))
@@ -253,9 +258,8 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (agentapi.Ba
 		http.Error(w, "bad request body", http.StatusBadRequest)
 		return req, nil, false
 	}
-	methodOK := req.Method == executor.Logical || req.Method == executor.Physical
-	if req.ID == "" || !methodOK || !objectPattern.MatchString(req.Object) {
-		http.Error(w, "id, method (logical or physical) and object are required", http.StatusBadRequest)
+	if req.ID == "" || !validJob(req) {
+		http.Error(w, "id, method (logical or physical) and object, or method replay and its objects, are required", http.StatusBadRequest)
 		return req, nil, false
 	}
 	store, err := storage.New(req.Storage.Config())
@@ -266,8 +270,31 @@ func (s *Server) jobRequest(w http.ResponseWriter, r *http.Request) (agentapi.Ba
 	return req, store, true
 }
 
+// validJob checks a request's method and object names.
+func validJob(req agentapi.BackupRequest) bool {
+	switch req.Method {
+	case executor.Logical, executor.Physical:
+		return objectPattern.MatchString(req.Object)
+	case agentapi.MethodReplay:
+		if req.Replay == nil || len(req.Replay.Objects) == 0 {
+			return false
+		}
+		for _, o := range req.Replay.Objects {
+			if !objectPattern.MatchString(o) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 func (s *Server) startJob(w http.ResponseWriter, req agentapi.BackupRequest, store *storage.Store, work func(context.Context, *agentapi.BackupState) error) {
-	st, code, err := s.backups.start(req.ID, store.Location(req.Object), req.TimeoutSeconds, work)
+	object := req.Object
+	if req.Replay != nil {
+		object = path.Dir(req.Replay.Objects[0])
+	}
+	st, code, err := s.backups.start(req.ID, store.Location(object), req.TimeoutSeconds, work)
 	if err != nil {
 		http.Error(w, err.Error(), code)
 		return

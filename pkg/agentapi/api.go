@@ -33,6 +33,27 @@ type BackupRequest struct {
 	// SHA256, for a restore, is the stored object's checksum: the object is read once to
 	// verify it before anything is loaded, so a corrupted backup leaves the server as it was.
 	SHA256 string `json:"sha256,omitempty"`
+	// Replay, with Method MethodReplay, applies archived binary logs (Object is unused).
+	Replay *ReplayRequest `json:"replay,omitempty"`
+}
+
+// MethodReplay is the method of a restore job that replays archived binary logs on top of a
+// restored backup, for a point-in-time restore.
+const MethodReplay = "replay"
+
+// ReplayRequest says which archived binary logs a replay applies, and where it stops. The
+// transactions get new GTIDs from the server that applies them; the bounds are in the
+// archive's GTIDs.
+type ReplayRequest struct {
+	// Objects are the archived binary logs, in the archive's order, under the storage prefix.
+	Objects []string `json:"objects"`
+	// Start is the restored backup's GTID position: transactions in it are not applied.
+	Start string `json:"start"`
+	// StopTime, when set, leaves out every transaction after it (binary logs record whole
+	// seconds: a transaction of second s is applied when s <= StopTime).
+	StopTime *time.Time `json:"stopTime,omitempty"`
+	// StopGTID, when set, leaves out every transaction not in it.
+	StopGTID string `json:"stopGtid,omitempty"`
 }
 
 // StorageConfig is storage.Config as JSON.
@@ -71,6 +92,10 @@ type BackupState struct {
 	Error          string     `json:"error,omitempty"`
 	StartTime      time.Time  `json:"startTime"`
 	CompletionTime *time.Time `json:"completionTime,omitempty"`
+	// Transactions and LastTransactionTime, for a replay, count the transactions applied and
+	// give the time of the last one; GTID is the archive's position reached.
+	Transactions        int        `json:"transactions,omitempty"`
+	LastTransactionTime *time.Time `json:"lastTransactionTime,omitempty"`
 }
 
 // ErrBackupNotFound is returned by a Client when the agent does not know the backup.

@@ -60,6 +60,49 @@ var ErrNotBinlog = errors.New("not a binary log (bad magic)")
 // Scan reads a binary log of flavor from r. A file being written can end in a partial event:
 // Scan stops before it, and Size says how far it read.
 func Scan(r io.Reader, flavor mysql.Flavor) (Summary, error) {
+	return walk(r, flavor, nil)
+}
+
+// CutResult says what Cut passed on.
+type CutResult struct {
+	Summary
+	// Stopped reports that Cut stopped before a transaction the stop function refused: the
+	// target lies in this file, so later files hold nothing to replay.
+	Stopped bool
+}
+
+// Cut copies the binary log of flavor read from r to w, event by event, up to the first
+// transaction for which stop returns true (given the transaction's GTID and time); that
+// transaction and everything after it are left out. The copy is a valid binary log that ends
+// at a transaction boundary, for the flavor's binlog tool to read. The result summarises what
+// was copied.
+func Cut(w io.Writer, r io.Reader, flavor mysql.Flavor, stop func(gtid mysql.GTIDSet, t time.Time) bool) (CutResult, error) {
+	var res CutResult
+	bw := bufio.NewWriterSize(w, 64<<10)
+	if _, err := bw.Write(Magic); err != nil {
+		return res, err
+	}
+	sum, err := walk(r, flavor, func(raw []byte, gtid mysql.GTIDSet, t time.Time) (bool, error) {
+		if gtid != nil && stop(gtid, t) {
+			res.Stopped = true
+			return false, nil
+		}
+		_, err := bw.Write(raw)
+		return err == nil, err
+	})
+	res.Summary = sum
+	if err != nil {
+		return res, err
+	}
+	return res, bw.Flush()
+}
+
+// visit is called by walk with each complete event (header and body) and, for a transaction's
+// first event, its GTID and time; returning false ends the walk before the event.
+type visit func(raw []byte, gtid mysql.GTIDSet, t time.Time) (bool, error)
+
+// walk reads the events of a binary log and summarises those that visit (nil: all) accepts.
+func walk(r io.Reader, flavor mysql.Flavor, v visit) (Summary, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic := make([]byte, 4)
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != string(Magic) {
@@ -67,9 +110,12 @@ func Scan(r io.Reader, flavor mysql.Flavor) (Summary, error) {
 	}
 	empty, _ := mysql.ParseGTIDSet(flavor, "")
 	s := Summary{Start: empty, End: empty, Size: 4}
-	header := make([]byte, headerLen)
-	var body []byte
+	var raw []byte
 	for {
+		if cap(raw) < headerLen {
+			raw = make([]byte, headerLen, 64<<10)
+		}
+		header := raw[:headerLen]
 		if _, err := io.ReadFull(br, header); err != nil {
 			return s, nil // the end, or a partial header of an event being written
 		}
@@ -80,16 +126,41 @@ func Scan(r io.Reader, flavor mysql.Flavor) (Summary, error) {
 		if length < headerLen || length > maxEvent {
 			return s, fmt.Errorf("event at %d: bad length %d", s.Size, length)
 		}
-		n := int(length) - headerLen
-		if cap(body) < n {
-			body = make([]byte, n)
+		if cap(raw) < int(length) {
+			grown := make([]byte, length)
+			copy(grown, header)
+			raw = grown
 		}
-		body = body[:n]
+		raw = raw[:length]
+		body := raw[headerLen:]
 		if _, err := io.ReadFull(br, body); err != nil {
 			return s, nil // a partial event
 		}
-		s.Size += int64(length)
+		var gtid mysql.GTIDSet
 		var err error
+		switch typ {
+		case typeMariaDBGTID:
+			if len(body) < 12 {
+				return s, fmt.Errorf("GTID event at %d: %d bytes", s.Size, len(body))
+			}
+			g := mysql.MariaDBGTID{Seq: binary.LittleEndian.Uint64(body[0:]), Domain: binary.LittleEndian.Uint32(body[8:]), Server: serverID}
+			gtid = mysql.MariaDBPosition{g.Domain: g}
+		case typeMySQLGTID:
+			if len(body) < 25 {
+				return s, fmt.Errorf("GTID event at %d: %d bytes", s.Size, len(body))
+			}
+			gno := binary.LittleEndian.Uint64(body[17:])
+			gtid = mysql.MySQLGTIDSet{uuid(body[1:17]): {{Start: gno, End: gno}}}
+		case typeMySQLAnonymous:
+			gtid = empty
+		}
+		t := time.Unix(int64(ts), 0).UTC()
+		if v != nil {
+			if ok, err := v(raw, gtid, t); err != nil || !ok {
+				return s, err
+			}
+		}
+		s.Size += int64(length)
 		switch typ {
 		case typeStop, typeRotate:
 			s.Closed = true
@@ -99,22 +170,10 @@ func Scan(r io.Reader, flavor mysql.Flavor) (Summary, error) {
 		case typeMySQLPrevious:
 			s.Start, err = mysqlPreviousGTIDs(body)
 			s.End = s.Start
-		case typeMariaDBGTID:
-			if len(body) < 12 {
-				return s, fmt.Errorf("GTID event at %d: %d bytes", s.Size-int64(length), len(body))
-			}
-			g := mysql.MariaDBGTID{Seq: binary.LittleEndian.Uint64(body[0:]), Domain: binary.LittleEndian.Uint32(body[8:]), Server: serverID}
-			s.End = s.End.Union(mysql.MariaDBPosition{g.Domain: g})
-			s.transaction(ts)
-		case typeMySQLGTID:
-			if len(body) < 25 {
-				return s, fmt.Errorf("GTID event at %d: %d bytes", s.Size-int64(length), len(body))
-			}
-			gno := binary.LittleEndian.Uint64(body[17:])
-			s.End = s.End.Union(mysql.MySQLGTIDSet{uuid(body[1:17]): {{Start: gno, End: gno}}})
-			s.transaction(ts)
-		case typeMySQLAnonymous:
-			s.transaction(ts)
+		}
+		if gtid != nil {
+			s.End = s.End.Union(gtid)
+			s.transaction(t)
 		}
 		if err != nil {
 			return s, err
@@ -122,8 +181,7 @@ func Scan(r io.Reader, flavor mysql.Flavor) (Summary, error) {
 	}
 }
 
-func (s *Summary) transaction(ts uint32) {
-	t := time.Unix(int64(ts), 0).UTC()
+func (s *Summary) transaction(t time.Time) {
 	if s.Transactions == 0 {
 		s.FirstTime = t
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +84,43 @@ func TestScanMariaDBFiles(t *testing.T) {
 		t.Errorf("cut file: %+v %v", cut, err)
 	}
 
+	// Cut before the fourth insert: three transactions pass, and the flavor's tool reads the
+	// copy as a whole binary log ending after the third.
+	cutByCount := func(n int) (binlog.CutResult, []byte) {
+		t.Helper()
+		var out bytes.Buffer
+		seen := 0
+		res, err := binlog.Cut(&out, bytes.NewReader(b), mysql.MariaDB, func(mysql.GTIDSet, time.Time) bool {
+			seen++
+			return seen > n
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, out.Bytes()
+	}
+	res, copied := cutByCount(3)
+	if !res.Stopped || res.Transactions != 3 || res.Start.String() != before || res.Closed {
+		t.Errorf("cut after 3: %+v (start %s end %s)", res, res.Start, res.End)
+	}
+	if again, err := binlog.Scan(bytes.NewReader(copied), mysql.MariaDB); err != nil || again.End.String() != res.End.String() || again.Size != int64(len(copied)) {
+		t.Errorf("the copy scans as %+v, %v; cut said end %s size %d", again, err, res.End, len(copied))
+	}
+	if tool, err := osexec.LookPath("mariadb-binlog"); err == nil {
+		cmd := osexec.Command(tool, "-")
+		cmd.Stdin = bytes.NewReader(copied)
+		text, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("mariadb-binlog reads the copy: %v: %s", err, text)
+		}
+		if n := strings.Count(string(text), "INSERT INTO"); n != 3 {
+			t.Errorf("mariadb-binlog shows %d inserts in the copy, want 3", n)
+		}
+	}
+	if all, _ := cutByCount(100); all.Stopped || all.End.String() != after || all.Closed != true {
+		t.Errorf("uncut copy: %+v", all)
+	}
+
 	// The current file: open, starting where the closed one ended.
 	if err := db.QueryRowContext(ctx, "SHOW MASTER STATUS").Scan(&file, &p, new(string), new(string)); err != nil {
 		t.Fatal(err)
@@ -138,5 +177,19 @@ func TestScanMySQLEvents(t *testing.T) {
 	if sum.Start.String() != uuid+":1-10" || sum.End.String() != uuid+":1-12" || sum.Transactions != 2 || !sum.Closed ||
 		sum.FirstTime.Unix() != 1001 || sum.LastTime.Unix() != 1005 || sum.Size != int64(file.Len()) {
 		t.Errorf("summary %+v (start %s end %s)", sum, sum.Start, sum.End)
+	}
+
+	// Cut at a time between the two transactions: the first passes with its query, the copy
+	// ends before the second's Gtid event.
+	var out bytes.Buffer
+	res, err := binlog.Cut(&out, bytes.NewReader(file.Bytes()), mysql.MySQL, func(_ mysql.GTIDSet, at time.Time) bool {
+		return at.After(time.Unix(1003, 0))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 4 + 2*19 + 80 + len(prev) + 2*19 + 42 + 30
+	if !res.Stopped || res.End.String() != uuid+":1-11" || res.Transactions != 1 || out.Len() != want || res.Size != int64(want) {
+		t.Errorf("cut at 1003: %+v (end %s), %d bytes, want %d", res, res.End, out.Len(), want)
 	}
 }

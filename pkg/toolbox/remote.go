@@ -105,7 +105,7 @@ func (s stream) Write(p []byte) (int, error) {
 }
 
 // Tools is the allow-list of the toolbox container: every tool the backup executors run.
-var Tools = []string{"mariadb-dump", "mysqldump", "mariadb-backup", "xtrabackup", "mbstream", "xbstream", "mariadb", "mysql"}
+var Tools = []string{"mariadb-dump", "mysqldump", "mariadb-backup", "xtrabackup", "mbstream", "xbstream", "mariadb", "mysql", "mariadb-binlog", "mysqlbinlog"}
 
 // Server runs allowed tools for clients on a unix socket.
 type Server struct {

@@ -196,11 +196,8 @@ func Restore(ctx context.Context, req Request, r io.Reader) (Result, error) {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	name := "mysql"
-	if req.Flavor == mysql.MariaDB {
-		name = "mariadb"
-	}
-	return decompressInto(ctx, req.Tools, r, toolbox.Tool{Name: name, Args: []string{"--defaults-extra-file=" + optFile, "--binary-mode", "--batch"}})
+	name, args := ClientCommand(req.Flavor, optFile)
+	return decompressInto(ctx, req.Tools, r, toolbox.Tool{Name: name, Args: args})
 }
 
 // decompressInto runs t with the decompressed stream of r as its standard input; the result's
