@@ -86,6 +86,10 @@ func (a *archiving) run(ctx context.Context, arch *archive.Archiver, config stri
 			if rep.End != "" {
 				st.End = rep.End
 			}
+			if !rep.Until.IsZero() {
+				from, until := rep.From, rep.Until
+				st.From, st.Until = &from, &until
+			}
 			st.LagSeconds, st.LagBytes = rep.LagSeconds, rep.LagBytes
 			if n := len(rep.Archived); n > 0 {
 				now := st.RoundTime

@@ -191,6 +191,9 @@ type ArchiveState struct {
 	Idle bool `json:"idle,omitempty"`
 	// End is the GTID state the archive holds.
 	End string `json:"end,omitempty"`
+	// From and Until are the times of the first and last archived transactions.
+	From  *time.Time `json:"from,omitempty"`
+	Until *time.Time `json:"until,omitempty"`
 	// LastArchived and LastArchiveTime name the last object this agent uploaded, and when.
 	LastArchived    string     `json:"lastArchived,omitempty"`
 	LastArchiveTime *time.Time `json:"lastArchiveTime,omitempty"`

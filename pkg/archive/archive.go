@@ -120,6 +120,9 @@ type Report struct {
 	Rotated bool
 	// End is the GTID state the archive holds after the round.
 	End string
+	// From and Until are the times of the archive's first and last transactions (zero when
+	// it holds none).
+	From, Until time.Time
 	// LagSeconds is the age of the oldest transaction not archived (0 when none); LagBytes
 	// the size of the files that hold such transactions.
 	LagSeconds float64
@@ -207,6 +210,8 @@ func (a *Archiver) round(ctx context.Context) (Report, error) {
 		rep.Archived = append(rep.Archived, e.Object)
 	}
 	rep.End = end.String()
+	span := ix.Span()
+	rep.From, rep.Until = span.From, span.Until
 	return rep, nil
 }
 
@@ -344,15 +349,30 @@ func Check(ctx context.Context, store *storage.Store, prefix string, ix *Index) 
 		if i > 0 && !end.Contains(start) {
 			return fmt.Errorf("gap before %s: the chain ends at %s, the file starts at %s", e.Object, end, start)
 		}
-		exists, err := store.Exists(ctx, path.Join(prefix, e.Object))
-		if err != nil {
-			return err
-		}
-		if !exists {
-			return fmt.Errorf("%w: %s (transactions %s to %s)", ErrMissing, e.Object, e.Start, e.End)
-		}
 		s, _ := mysql.ParseGTIDSet(ix.Flavor, e.End)
 		end = end.Union(s)
+	}
+	return CheckObjects(ctx, store, prefix, ix.Entries)
+}
+
+// CheckObjects verifies that the objects of entries exist with their recorded sizes, with one
+// listing of the archive; it names the first that does not.
+func CheckObjects(ctx context.Context, store *storage.Store, prefix string, entries []Entry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	sizes, err := store.List(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		size, ok := sizes[path.Join(prefix, e.Object)]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: %s (transactions %s to %s, %s to %s)", ErrMissing, e.Object, orEmpty(e.Start), e.End, stamp(e.FirstTime), stamp(e.LastTime))
+		case size != e.Size:
+			return fmt.Errorf("%w: %s holds %d bytes, the index recorded %d", ErrMissing, e.Object, size, e.Size)
+		}
 	}
 	return nil
 }

@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"path"
 	"sort"
 	"strconv"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -68,6 +70,30 @@ func CredentialsSecretName(c *v1alpha1.MySQLCluster) string { return c.Name + "-
 
 // PDBName is the PodDisruptionBudget.
 func PDBName(c *v1alpha1.MySQLCluster) string { return c.Name }
+
+// ArchivePrefix is the object prefix, under the archive storage's prefix, of the cluster's
+// binary log archive: <namespace>/<cluster>/binlog, and below it the timeline begun by the
+// last restore that replaced the data in place (AnnotationArchiveTimeline), whose history
+// does not continue the earlier chain.
+func ArchivePrefix(c *v1alpha1.MySQLCluster) string {
+	return path.Join(c.Namespace, c.Name, "binlog", c.Annotations[v1alpha1.AnnotationArchiveTimeline])
+}
+
+// timelineLayout is the format of AnnotationArchiveTimeline.
+const timelineLayout = "20060102T150405Z"
+
+// Timeline names the archive timeline a restore that started at t begins.
+func Timeline(t time.Time) string { return t.UTC().Format(timelineLayout) }
+
+// TimelineStart is when the cluster's current archive timeline began: the zero time when no
+// restore replaced its data (or the annotation does not parse).
+func TimelineStart(c *v1alpha1.MySQLCluster) time.Time {
+	t, err := time.Parse(timelineLayout, c.Annotations[v1alpha1.AnnotationArchiveTimeline])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
 
 // NetworkPolicyName is the name of c's NetworkPolicy.
 func NetworkPolicyName(c *v1alpha1.MySQLCluster) string { return c.Name }

@@ -147,3 +147,21 @@ func (s *Store) Exists(ctx context.Context, name string) (bool, error) {
 	}
 	return false, fmt.Errorf("stat %s: %w", s.Location(name), err)
 }
+
+// List returns the size of every object under dir (names relative to the store's prefix, as
+// Put takes them), in one listing rather than a request per object.
+func (s *Store) List(ctx context.Context, dir string) (map[string]int64, error) {
+	prefix := strings.TrimSuffix(s.Key(dir), "/") + "/"
+	out := map[string]int64{}
+	for obj := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return nil, fmt.Errorf("list %s: %w", s.Location(dir), obj.Err)
+		}
+		name := obj.Key
+		if s.prefix != "" {
+			name = strings.TrimPrefix(name, s.prefix+"/")
+		}
+		out[name] = obj.Size
+	}
+	return out, nil
+}

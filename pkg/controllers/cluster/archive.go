@@ -10,7 +10,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"path"
 	"reflect"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/job"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 const (
@@ -43,6 +43,8 @@ type archiveView struct {
 	State *agentapi.ArchiveState
 	// Err says why archiving could not be configured or read ("" when it was).
 	Err string
+	// Paused names the restore that paused archiving ("" when none did).
+	Paused string
 }
 
 // archiver keeps one cluster's agents configured.
@@ -64,11 +66,6 @@ func archiveInterval(spec *v1alpha1.BinlogArchiveSpec) time.Duration {
 		return spec.Interval.Duration
 	}
 	return defaultArchiveInterval
-}
-
-// archivePrefix is the archive's object prefix under the storage prefix.
-func archivePrefix(cl *v1alpha1.MySQLCluster) string {
-	return path.Join(cl.Namespace, cl.Name, "binlog")
 }
 
 // runArchive checks the members' archivers every archivePeriod until ctx ends.
@@ -102,37 +99,27 @@ func (r *runner) runArchive(ctx context.Context, c *Controller) {
 }
 
 // sync configures every member's agent for cl.Spec.BinlogArchive (or stops them once it is
-// gone) and returns the primary's report; nil when the spec has no archive.
+// gone, or while a restore fences the cluster) and returns the primary's report; nil when the
+// spec has no archive.
 func (a *archiver) sync(ctx context.Context, c *Controller, cl *v1alpha1.MySQLCluster, pods []string, primary string) *archiveView {
-	logger := klog.FromContext(ctx).WithValues("cluster", klog.KObj(cl))
 	spec := cl.Spec.BinlogArchive
-	if spec == nil {
-		if a.configured || !a.checked {
-			for _, pod := range pods {
-				err := a.call(ctx, c, cl, pod, func(ctx context.Context, ag agents.Client) error {
-					if !a.configured {
-						// Only asked after a start: stop what an earlier process configured.
-						if st, err := ag.Archive(ctx); err != nil || st.Config == "" {
-							return err
-						}
-					}
-					return ag.StopArchive(ctx)
-				})
-				if err != nil {
-					logger.V(2).Info("Could not stop archiving", "pod", pod, "err", err)
-				}
-			}
-			a.configured, a.checked, a.req, a.reqSpec = false, true, nil, nil
+	// A restore replaces the history the archive continues: archiving pauses for its whole
+	// run, and resumes under the timeline the restore records as it lifts the fence.
+	restore := cl.Annotations[v1alpha1.AnnotationRestore]
+	if spec == nil || restore != "" {
+		a.stop(ctx, c, cl, pods)
+		if spec == nil {
+			return nil
 		}
-		return nil
+		return &archiveView{Member: primary, Paused: restore}
 	}
 	a.checked = true
-	if a.req == nil || !reflect.DeepEqual(a.reqSpec, spec) || time.Since(a.reqTime) > storageTTL {
+	if a.req == nil || !reflect.DeepEqual(a.reqSpec, spec) || a.req.Prefix != resources.ArchivePrefix(cl) || time.Since(a.reqTime) > storageTTL {
 		store, err := job.StorageConfigOf(ctx, c.kube, cl.Namespace, &spec.Storage.S3)
 		if err != nil {
 			return &archiveView{Member: primary, Err: err.Error()}
 		}
-		a.req = &agentapi.ArchiveRequest{Storage: store, Prefix: archivePrefix(cl), IntervalSeconds: int64(archiveInterval(spec).Seconds())}
+		a.req = &agentapi.ArchiveRequest{Storage: store, Prefix: resources.ArchivePrefix(cl), IntervalSeconds: int64(archiveInterval(spec).Seconds())}
 		a.reqSpec, a.reqTime = spec.DeepCopy(), time.Now()
 	}
 	view := &archiveView{Member: primary}
@@ -159,6 +146,33 @@ func (a *archiver) sync(ctx context.Context, c *Controller, cl *v1alpha1.MySQLCl
 		view.State = st
 	}
 	return view
+}
+
+// stop stops every member's archiving that this runner configured (or, after a start, that an
+// earlier operator process may have configured); a member that could not be told is told
+// again next time.
+func (a *archiver) stop(ctx context.Context, c *Controller, cl *v1alpha1.MySQLCluster, pods []string) {
+	if !a.configured && a.checked {
+		return
+	}
+	failed := false
+	for _, pod := range pods {
+		err := a.call(ctx, c, cl, pod, func(ctx context.Context, ag agents.Client) error {
+			if !a.configured {
+				// Only asked after a start: stop what an earlier process configured.
+				if st, err := ag.Archive(ctx); err != nil || st.Config == "" {
+					return err
+				}
+			}
+			return ag.StopArchive(ctx)
+		})
+		if err != nil {
+			failed = true
+			klog.FromContext(ctx).V(2).Info("Could not stop archiving", "cluster", klog.KObj(cl), "pod", pod, "err", err)
+		}
+	}
+	a.checked, a.req, a.reqSpec = true, nil, nil
+	a.configured = failed // told again next time, even what only had to be asked
 }
 
 // call runs f on pod's agent with a bounded context.
@@ -194,6 +208,8 @@ func archiveStatus(spec *v1alpha1.BinlogArchiveSpec, v *archiveView) (*v1alpha1.
 	}
 	interval := archiveInterval(spec)
 	switch {
+	case v.Paused != "":
+		cond.Message = "Archiving is paused while MySQLRestore " + v.Paused + " replaces the data; it resumes in a new timeline"
 	case v.Err != "":
 		cond.Reason, cond.Message = v1alpha1.ReasonArchiveFailed, v.Err
 	case s == nil || s.RoundTime.IsZero():
@@ -218,4 +234,31 @@ func orNone(s string) string {
 		return "nothing yet"
 	}
 	return s
+}
+
+// recoverableWindow is the span of times a point-in-time restore of cl can reach: from the
+// completion of its oldest Complete backup that the archive continues (finished in the
+// current timeline, and not before the archive's first transaction) to the archive's last
+// transaction. Both nil without an archive report or such a backup.
+func recoverableWindow(cl *v1alpha1.MySQLCluster, backups []*v1alpha1.MySQLBackup, v *archiveView) (from, until *metav1.Time) {
+	if cl.Spec.BinlogArchive == nil || v == nil || v.State == nil || v.State.From == nil || v.State.Until == nil {
+		return nil, nil
+	}
+	since := resources.TimelineStart(cl)
+	if v.State.From.After(since) {
+		since = *v.State.From
+	}
+	for _, b := range backups {
+		if b.Status.Phase != v1alpha1.JobComplete || b.Status.CompletionTime == nil || b.Status.CompletionTime.Time.Before(since) {
+			continue
+		}
+		if from == nil || b.Status.CompletionTime.Before(from) {
+			from = b.Status.CompletionTime.DeepCopy()
+		}
+	}
+	if from == nil || v.State.Until.Before(from.Time) {
+		return nil, nil
+	}
+	u := metav1.NewTime(*v.State.Until)
+	return from, &u
 }

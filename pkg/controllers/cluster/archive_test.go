@@ -171,3 +171,90 @@ func TestArchiveReachesTheStatus(t *testing.T) {
 		t.Errorf("archive left in the status: %+v %v", st.BinlogArchive, st.Conditions)
 	}
 }
+
+// A restore's fence pauses archiving on every member (a member whose agent does not answer is
+// told again at the next round), and the timeline the restore records moves the archive to a
+// prefix of its own once the fence is lifted.
+func TestArchivingPausesForARestoreAndResumesInANewTimeline(t *testing.T) {
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3", Labels: map[string]string{v1alpha1.LabelStorageCredentials: "true"}},
+		Data: map[string][]byte{"accessKeyId": []byte("AKID"), "secretAccessKey": []byte("s3cr3t")}}
+	f := newFixture(t, config("v1"), creds)
+	as := fx.Agents{"db-0": {}, "db-1": {}}
+	f.ctrl.dial = as.Dialer()
+	cl := mariadb(2, "10.11.6")
+	cl.Spec.BinlogArchive = archiveSpec()
+	pods := []string{"db-0", "db-1"}
+	ctx := context.Background()
+	var a archiver
+	a.sync(ctx, f.ctrl, cl, pods, "db-0")
+	if as["db-0"].Archiving.Config == "" || as["db-1"].Archiving.Config == "" {
+		t.Fatal("not configured")
+	}
+
+	cl.Annotations = map[string]string{v1alpha1.AnnotationRestore: "r"}
+	as["db-1"].Down = true
+	v := a.sync(ctx, f.ctrl, cl, pods, "db-0")
+	if v == nil || v.Paused != "r" || as["db-0"].Archiving.Config != "" {
+		t.Fatalf("fenced: view %+v, db-0 %+v", v, as["db-0"].Archiving)
+	}
+	st, cond := archiveStatus(cl.Spec.BinlogArchive, v)
+	if st == nil || cond.Reason != v1alpha1.ReasonArchivePending || !strings.Contains(cond.Message, "paused while MySQLRestore r") {
+		t.Errorf("paused condition %+v", cond)
+	}
+	as["db-1"].Down = false
+	a.sync(ctx, f.ctrl, cl, pods, "db-0")
+	if as["db-1"].Archiving.Config != "" {
+		t.Errorf("db-1 still archiving after its agent answered again: %v", as["db-1"].Calls)
+	}
+
+	cl.Annotations = map[string]string{v1alpha1.AnnotationArchiveTimeline: "20261204T100000Z"}
+	a.sync(ctx, f.ctrl, cl, pods, "db-0")
+	for _, p := range pods {
+		if !slices.Contains(as[p].Calls, "ConfigureArchive ns/db/binlog/20261204T100000Z") {
+			t.Errorf("%s not configured in the new timeline: %v", p, as[p].Calls)
+		}
+	}
+}
+
+func TestRecoverableWindow(t *testing.T) {
+	at := func(s int) time.Time { return time.Date(2026, 12, 4, 10, 0, s, 0, time.UTC) }
+	backup := func(name string, done int, phase v1alpha1.JobPhase) *v1alpha1.MySQLBackup {
+		t := metav1.NewTime(at(done))
+		return &v1alpha1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.MySQLBackupStatus{Phase: phase, CompletionTime: &t}}
+	}
+	view := func(from, until int) *archiveView {
+		f, u := at(from), at(until)
+		return &archiveView{State: &agentapi.ArchiveState{From: &f, Until: &u}}
+	}
+	backups := []*v1alpha1.MySQLBackup{backup("b2", 20, v1alpha1.JobComplete), backup("b1", 5, v1alpha1.JobComplete), backup("b0", 1, v1alpha1.JobFailed)}
+	for _, tc := range []struct {
+		name     string
+		timeline string
+		backups  []*v1alpha1.MySQLBackup
+		view     *archiveView
+		want     string
+	}{
+		{"the oldest backup to the last archived transaction", "", backups, view(0, 30), "10:00:05-10:00:30"},
+		{"a backup before the archive starts does not count", "", backups, view(10, 30), "10:00:20-10:00:30"},
+		{"the timeline excludes older backups", "20261204T100010Z", backups, view(0, 30), "10:00:20-10:00:30"},
+		{"no backup", "", nil, view(0, 30), "none"},
+		{"no report", "", backups, &archiveView{}, "none"},
+		{"the archive ends before the backup", "", backups[:1], view(0, 15), "none"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := mariadb(3, "10.11.6")
+			cl.Spec.BinlogArchive = archiveSpec()
+			if tc.timeline != "" {
+				cl.Annotations = map[string]string{v1alpha1.AnnotationArchiveTimeline: tc.timeline}
+			}
+			from, until := recoverableWindow(cl, tc.backups, tc.view)
+			got := "none"
+			if from != nil {
+				got = from.UTC().Format("15:04:05") + "-" + until.UTC().Format("15:04:05")
+			}
+			if got != tc.want {
+				t.Errorf("window %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

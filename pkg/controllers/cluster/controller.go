@@ -80,6 +80,7 @@ type Controller struct {
 
 	clusters     listers.MySQLClusterLister
 	restores     listers.MySQLRestoreLister
+	backups      listers.MySQLBackupLister
 	statefulSets appslisters.StatefulSetLister
 	services     corelisters.ServiceLister
 	configMaps   corelisters.ConfigMapLister
@@ -109,6 +110,10 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	// A running restore stops its cluster's writes; its steps change what clustering may do.
 	restoreInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLRestores().Informer()
+	})
+	// Completed backups bound the recoverable window (status.recoverableFrom).
+	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
 	})
 	kinds := map[string]informerset.Informers{
 		"statefulsets": set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
@@ -146,6 +151,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		mysql:        mysql,
 		clusters:     listers.NewMySQLClusterLister(clusterInf.Indexer()),
 		restores:     listers.NewMySQLRestoreLister(restoreInf.Indexer()),
+		backups:      listers.NewMySQLBackupLister(backupInf.Indexer()),
 		statefulSets: appslisters.NewStatefulSetLister(kinds["statefulsets"].Indexer()),
 		services:     corelisters.NewServiceLister(kinds["services"].Indexer()),
 		configMaps:   corelisters.NewConfigMapLister(kinds["configmaps"].Indexer()),
@@ -159,7 +165,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	c.clusterings = &runners{c: c}
 	c.dial = agents.TLSDialer(c.secrets, cfg.AgentResolve)
 	c.loop = ctrl.New(Name, "mysqlcluster", c.Sync)
-	c.loop.WaitFor(clusterInf.HasSynced, restoreInf.HasSynced)
+	c.loop.WaitFor(clusterInf.HasSynced, restoreInf.HasSynced, backupInf.HasSynced)
 	if inf, ok := kinds["networkpolicies"]; ok {
 		c.netpols = networkinglisters.NewNetworkPolicyLister(inf.Indexer())
 	}
@@ -189,6 +195,24 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		DeleteFunc: enqueueRestoreCluster,
 	}); err != nil {
 		return nil, fmt.Errorf("watch restores: %w", err)
+	}
+	enqueueBackupCluster := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if b, ok := obj.(*v1alpha1.MySQLBackup); ok {
+			c.loop.Add(cache.ObjectName{Namespace: b.Namespace, Name: b.Spec.ClusterRef.Name})
+		}
+	}
+	if err := backupInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			if old.(*v1alpha1.MySQLBackup).Status.Phase != obj.(*v1alpha1.MySQLBackup).Status.Phase {
+				enqueueBackupCluster(obj)
+			}
+		},
+		DeleteFunc: enqueueBackupCluster,
+	}); err != nil {
+		return nil, fmt.Errorf("watch backups: %w", err)
 	}
 	for kind, inf := range kinds {
 		if err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

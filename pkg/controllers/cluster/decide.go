@@ -241,6 +241,8 @@ type observed struct {
 	Fence string
 	// Archive is the cluster's binary log archiving as last seen (nil when none is).
 	Archive *archiveView
+	// Backups are the cluster's Complete backups.
+	Backups []*v1alpha1.MySQLBackup
 }
 
 // computeStatus returns the cluster's new status from what was observed. Conditions keep their
@@ -375,6 +377,7 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	}
 	archive, cond := archiveStatus(c.Spec.BinlogArchive, o.Archive)
 	st.BinlogArchive = archive
+	st.RecoverableFrom, st.RecoverableUntil = recoverableWindow(c, o.Backups, o.Archive)
 	if cond != nil {
 		set(cond.Type, cond.Status, cond.Reason, cond.Message)
 	} else {

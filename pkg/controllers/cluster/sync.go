@@ -120,7 +120,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	st := computeStatus(latest.Status, observed{
 		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts, ChildError: childError, MissingSecret: missing,
 		Refused: vd.Refused, RequestedVersion: requested, OperatorVersion: c.cfg.OperatorVersion,
-		Clustering: view, Fence: f.Reason, Archive: c.archiveView(key),
+		Clustering: view, Fence: f.Reason, Archive: c.archiveView(key), Backups: c.completeBackups(cluster),
 	})
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
@@ -505,4 +505,19 @@ func (c *Controller) archiveView(key cache.ObjectName) *archiveView {
 		return nil
 	}
 	return c.clusterings.archive(key)
+}
+
+// completeBackups are the Complete MySQLBackups of cl.
+func (c *Controller) completeBackups(cl *v1alpha1.MySQLCluster) []*v1alpha1.MySQLBackup {
+	if cl.Spec.BinlogArchive == nil {
+		return nil // only the recoverable window needs them
+	}
+	all, _ := c.backups.MySQLBackups(cl.Namespace).List(labels.Everything())
+	var out []*v1alpha1.MySQLBackup
+	for _, b := range all {
+		if b.Spec.ClusterRef.Name == cl.Name && b.Status.Phase == v1alpha1.JobComplete {
+			out = append(out, b)
+		}
+	}
+	return out
 }

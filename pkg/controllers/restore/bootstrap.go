@@ -39,7 +39,7 @@ func (c *Controller) SyncBootstrap(ctx context.Context, key cache.ObjectName) (c
 	r := &v1alpha1.MySQLRestore{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.Namespace, Labels: cl.Labels,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(cl, v1alpha1.SchemeGroupVersion.WithKind("MySQLCluster"))}},
-		Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: cl.Name}, BackupRef: cl.Spec.Bootstrap.FromBackup},
+		Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: cl.Name}, BackupRef: cl.Spec.Bootstrap.FromBackup, Target: cl.Spec.Bootstrap.Target.DeepCopy()},
 	}
 	if _, err := c.mysql.MysqlopV1alpha1().MySQLRestores(cl.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctrl.Result{}, fmt.Errorf("create bootstrap restore %s: %w", name, err)

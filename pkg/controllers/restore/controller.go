@@ -91,7 +91,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	clusterInf, secretInf := ctrl.ClusterCaches(set)
 	if err := ctrl.AddIndex(restoreInf, byBackup, func(obj any) (string, string) {
 		r := obj.(*v1alpha1.MySQLRestore)
-		return r.Namespace, r.Spec.BackupRef.Name
+		return r.Namespace, backupName(r)
 	}); err != nil {
 		return nil, err
 	}
@@ -179,12 +179,14 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 // start checks that the restore can run and, when it can, records it as Running and stops
 // the cluster's writes.
 func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore) (ctrl.Result, error) {
-	bk, err := c.backups.MySQLBackups(key.Namespace).Get(cached.Spec.BackupRef.Name)
-	if apierrors.IsNotFound(err) {
-		return ctrl.Result{}, c.pending(ctx, cached, fmt.Sprintf("MySQLBackup %s not found", cached.Spec.BackupRef.Name))
-	}
-	if err != nil {
+	bk, wait, refused, err := c.baseBackup(cached)
+	switch {
+	case err != nil:
 		return ctrl.Result{}, err
+	case refused != "":
+		return ctrl.Result{}, c.refuse(ctx, cached, refused)
+	case wait != "":
+		return ctrl.After(waitInterval), c.pending(ctx, cached, wait)
 	}
 	cl, err := c.clusters.MySQLClusters(key.Namespace).Get(cached.Spec.ClusterRef.Name)
 	if apierrors.IsNotFound(err) {
@@ -202,7 +204,19 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	if _, err := job.StorageConfig(ctx, c.kube, bk); err != nil {
 		return ctrl.After(waitInterval), c.pending(ctx, cached, err.Error())
 	}
+	// A target the archive cannot reach is refused before writes stop.
+	if cached.Spec.Target != nil {
+		_, err := c.planReplay(ctx, cached, bk)
+		var unreachable *errUnreachable
+		if errors.As(err, &unreachable) {
+			return ctrl.Result{}, c.refuse(ctx, cached, unreachable.msg)
+		}
+		if err != nil {
+			return ctrl.After(waitInterval), c.pending(ctx, cached, "reading the binary log archive: "+err.Error())
+		}
+	}
 	status := cached.Status.DeepCopy()
+	status.Backup = bk.Name
 	status.Phase, status.Step, status.Method = v1alpha1.JobRunning, v1alpha1.RestoreFencing, job.Method(bk)
 	status.GTIDPosition = bk.Status.GTIDPosition
 	now := metav1.NewTime(c.now())
@@ -261,6 +275,8 @@ func (c *Controller) run(ctx context.Context, key cache.ObjectName, cached *v1al
 		return c.restarting(ctx, key, cached, cl)
 	case v1alpha1.RestoreRejoining:
 		return c.rejoining(ctx, key, cached, cl)
+	case v1alpha1.RestoreReplaying:
+		return c.replaying(ctx, key, cached, cl)
 	}
 	return ctrl.Result{}, c.abort(ctx, cached, cl, fmt.Sprintf("unknown step %q", cached.Status.Step))
 }
@@ -272,9 +288,9 @@ func (c *Controller) agentOf(cl *v1alpha1.MySQLCluster, member string) (agents.C
 
 // request is the agent request of restore r from backup b.
 func (c *Controller) request(ctx context.Context, r *v1alpha1.MySQLRestore) (agentapi.BackupRequest, *v1alpha1.MySQLBackup, error) {
-	bk, err := c.backups.MySQLBackups(r.Namespace).Get(r.Spec.BackupRef.Name)
+	bk, err := c.backups.MySQLBackups(r.Namespace).Get(backupName(r))
 	if err != nil {
-		return agentapi.BackupRequest{}, nil, fmt.Errorf("MySQLBackup %s: %w", r.Spec.BackupRef.Name, err)
+		return agentapi.BackupRequest{}, nil, fmt.Errorf("MySQLBackup %s: %w", backupName(r), err)
 	}
 	store, err := job.StorageConfig(ctx, c.kube, bk)
 	if err != nil {
@@ -297,6 +313,15 @@ func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLRestore
 		return err
 	}
 	return c.abort(ctx, cached, cl, "deleted while running")
+}
+
+// backupName is the backup r restores: the one it started from, or spec.backupRef ("" for a
+// target whose backup is not chosen yet).
+func backupName(r *v1alpha1.MySQLRestore) string {
+	if r.Status.Backup != "" {
+		return r.Status.Backup
+	}
+	return r.Spec.BackupRef.Name
 }
 
 func (c *Controller) restoreClient(r *v1alpha1.MySQLRestore) mysqlv1alpha1.MySQLRestoreInterface {

@@ -11,6 +11,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 // setFence stops the cluster's writes on behalf of restore name.
@@ -35,6 +36,14 @@ func (c *Controller) endFence(ctx context.Context, cl *v1alpha1.MySQLCluster, r 
 	}
 	if restored := r.Name + "/" + string(r.UID); completed && r.Status.Method == v1alpha1.BackupPhysical && cl.Annotations[v1alpha1.AnnotationDataRestored] != restored {
 		change.Annotations[v1alpha1.AnnotationDataRestored] = objects.Value(restored)
+	}
+	// Data replaced (or partly replaced, by a restore that failed after Fencing) no longer
+	// continues the archived history: archiving resumes in a timeline of the restore's own.
+	// The name comes from the restore's start, so every call sets the same one.
+	if touched := completed || (r.Status.Step != v1alpha1.RestoreFencing && r.Status.Step != ""); touched && r.Status.StartTime != nil {
+		if tl := resources.Timeline(r.Status.StartTime.Time); cl.Annotations[v1alpha1.AnnotationArchiveTimeline] != tl {
+			change.Annotations[v1alpha1.AnnotationArchiveTimeline] = objects.Value(tl)
+		}
 	}
 	if change.IsEmpty() {
 		return nil

@@ -43,8 +43,18 @@ func (c *Controller) abort(ctx context.Context, cached *v1alpha1.MySQLRestore, c
 	return c.finish(ctx, cached, cl, false, why)
 }
 
+// refuse fails a restore that never started (nothing was stopped) with ReasonTargetUnreachable.
+func (c *Controller) refuse(ctx context.Context, cached *v1alpha1.MySQLRestore, msg string) error {
+	return c.end(ctx, cached, nil, false, v1alpha1.ReasonTargetUnreachable, msg)
+}
+
 // finish records the outcome and lets writes resume.
 func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, ok bool, msg string) error {
+	return c.end(ctx, cached, cl, ok, v1alpha1.ReasonFailed, msg)
+}
+
+// end records the outcome (failed with reason when not ok) and lets writes resume.
+func (c *Controller) end(ctx context.Context, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, ok bool, reason, msg string) error {
 	status := cached.Status.DeepCopy()
 	now := metav1.NewTime(c.now())
 	status.CompletionTime = &now
@@ -55,7 +65,7 @@ func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, 
 		events.RestoreCompleted.Record(c.recorder, cached, msg)
 	} else {
 		status.Phase = v1alpha1.JobFailed
-		setComplete(status, cached.Generation, metav1.ConditionFalse, v1alpha1.ReasonFailed, msg)
+		setComplete(status, cached.Generation, metav1.ConditionFalse, reason, msg)
 		events.RestoreFailed.Record(c.recorder, cached, msg)
 	}
 	klog.FromContext(ctx).Info("Restore finished", "restore", klog.KObj(cached), "phase", status.Phase)

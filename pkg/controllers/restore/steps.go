@@ -19,6 +19,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
 // fencing waits until clustering stopped the writes (the cluster is Fenced and its primary
@@ -33,6 +34,11 @@ func (c *Controller) fencing(ctx context.Context, key cache.ObjectName, cached *
 	}
 	if st, err := primary.Status(ctx); err != nil || !st.ReadOnly {
 		return ctrl.After(pollInterval), nil
+	}
+	if busy := c.stillArchiving(ctx, cl); len(busy) > 0 {
+		// The Cluster controller pauses archiving for the fence: the replaced data must not
+		// reach the old archive after writes resume (they resume in a new timeline).
+		return ctrl.After(pollInterval), c.progress(ctx, cached, nil, "Writes are stopped; waiting for binary log archiving to pause on "+names(busy))
 	}
 	req, bk, err := c.request(ctx, cached)
 	if err != nil {
@@ -65,6 +71,26 @@ func (c *Controller) fencing(ctx context.Context, key cache.ObjectName, cached *
 	return ctrl.After(pollInterval), c.progress(ctx, cached, status, msg)
 }
 
+// stillArchiving names the members whose agents still have archiving configured (or cannot
+// say), when the cluster archives.
+func (c *Controller) stillArchiving(ctx context.Context, cl *v1alpha1.MySQLCluster) []string {
+	if cl.Spec.BinlogArchive == nil {
+		return nil
+	}
+	var busy []string
+	for _, m := range memberNames(resources.StatefulSetName(cl), cl.Spec.Members) {
+		client, err := c.agentOf(cl, m)
+		if err == nil {
+			var st *agentapi.ArchiveState
+			if st, err = client.Archive(ctx); err == nil && st.Config == "" {
+				continue
+			}
+		}
+		busy = append(busy, m)
+	}
+	return busy
+}
+
 // loading follows a logical restore on the primary.
 func (c *Controller) loading(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster) (ctrl.Result, error) {
 	m := cached.Status.Member
@@ -83,7 +109,7 @@ func (c *Controller) loading(ctx context.Context, key cache.ObjectName, cached *
 	case st.Phase == agentapi.BackupRunning:
 		return ctrl.After(pollInterval), nil
 	}
-	return c.resume(ctx, key, cached, cl, fmt.Sprintf("Loaded %s (%d bytes) through the primary %s", st.Location, st.Size, m))
+	return c.startReplay(ctx, key, cached, cl, fmt.Sprintf("Loaded %s (%d bytes) through the primary %s", st.Location, st.Size, m))
 }
 
 // ask asks every member's agent about the restore.
@@ -190,13 +216,17 @@ func (c *Controller) rejoining(ctx context.Context, key cache.ObjectName, cached
 		}
 		return ctrl.After(pollInterval), c.progress(ctx, cached, nil, msg)
 	}
-	return c.resume(ctx, key, cached, cl, fmt.Sprintf("Every member runs on the data of MySQLBackup %s, at GTID %s", cached.Spec.BackupRef.Name, cached.Status.GTIDPosition))
+	return c.startReplay(ctx, key, cached, cl, fmt.Sprintf("Every member runs on the data of MySQLBackup %s, at GTID %s", backupName(cached), cached.Status.GTIDPosition))
 }
 
 // resume lifts the fence of a restore whose data is in place (msg says what was restored);
 // it completes once the primary takes writes again.
 func (c *Controller) resume(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, msg string) (ctrl.Result, error) {
-	status := cached.Status.DeepCopy()
+	return c.resumeWith(ctx, key, cached, cl, cached.Status.DeepCopy(), msg)
+}
+
+// resumeWith is resume with status as the restore's status so far.
+func (c *Controller) resumeWith(ctx context.Context, key cache.ObjectName, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, status *v1alpha1.MySQLRestoreStatus, msg string) (ctrl.Result, error) {
 	status.Step = v1alpha1.RestoreResuming
 	setComplete(status, cached.Generation, metav1.ConditionUnknown, v1alpha1.ReasonRunning, msg+resumeSuffix)
 	// The step before the fence: the Cluster controller lifts the fence of a resuming

@@ -86,8 +86,12 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.MySQLUserSpecApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLUserStatus"):
 		return &mysqlopv1alpha1.MySQLUserStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("ReplayStatus"):
+		return &mysqlopv1alpha1.ReplayStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ReplicationSpec"):
 		return &mysqlopv1alpha1.ReplicationSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("RestoreTarget"):
+		return &mysqlopv1alpha1.RestoreTargetApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("S3Storage"):
 		return &mysqlopv1alpha1.S3StorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeyRef"):

@@ -307,7 +307,7 @@ type MySQLBackupScheduleList struct {
 // +kubebuilder:resource:shortName=myrs,categories=mysqlop
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
-// +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.spec.backupRef.name`
+// +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.status.backup`
 // +kubebuilder:printcolumn:name="Method",type=string,JSONPath=`.status.method`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Step",type=string,JSONPath=`.status.step`
@@ -330,19 +330,47 @@ type MySQLRestore struct {
 }
 
 // MySQLRestoreSpec is a requested restore.
+// +kubebuilder:validation:XValidation:rule="has(self.backupRef) || has(self.target)",message="set backupRef, target, or both"
 type MySQLRestoreSpec struct {
 	// ClusterRef is the cluster to restore into.
 	ClusterRef ClusterReference `json:"clusterRef"`
-	// BackupRef is the MySQLBackup to restore; it must be Complete.
-	BackupRef LocalReference `json:"backupRef"`
+	// BackupRef is the MySQLBackup to restore; it must be Complete. With a target it can be
+	// left out: the newest Complete backup of the cluster that finished before the target is
+	// restored.
+	// +optional
+	BackupRef LocalReference `json:"backupRef,omitzero"`
+	// Target restores to a point after the backup: the backup's cluster's archived binary logs
+	// (its spec.binlogArchive) are replayed up to it. A target the archive cannot reach (a
+	// gap, before the backup, after the last archived transaction) fails the restore before
+	// writes are stopped, naming what the archive covers.
+	// +optional
+	Target *RestoreTarget `json:"target,omitempty"`
 	// Timeout bounds the restore from its start; past it, the restore fails and writes resume.
 	// Default 6h.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 }
 
+// RestoreTarget is a point to restore to; exactly one field is set.
+// +kubebuilder:validation:XValidation:rule="(has(self.time) ? 1 : 0) + (has(self.gtid) ? 1 : 0) + (has(self.latest) && self.latest ? 1 : 0) == 1",message="set exactly one of time, gtid and latest"
+type RestoreTarget struct {
+	// Time (RFC 3339): the transactions committed at or before it are restored, none after
+	// it. Binary logs record whole seconds: a transaction of second s is restored when s is
+	// at or before Time.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// GTID is a GTID set (MySQL: uuid:1-57) or position (MariaDB: 0-1-57): the transactions in
+	// it are restored, none other.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	GTID string `json:"gtid,omitempty"`
+	// Latest restores every archived transaction.
+	// +optional
+	Latest bool `json:"latest,omitempty"`
+}
+
 // RestoreStep is where a running restore is.
-// +kubebuilder:validation:Enum=Fencing;Loading;Staging;Restarting;Rejoining;Resuming
+// +kubebuilder:validation:Enum=Fencing;Loading;Staging;Restarting;Rejoining;Replaying;Resuming
 type RestoreStep string
 
 // Steps of a running restore.
@@ -358,10 +386,28 @@ const (
 	// RestoreRejoining: the restarted members replicate from the primary again; writes resume
 	// once all do.
 	RestoreRejoining RestoreStep = "Rejoining"
+	// RestoreReplaying: the primary applies archived binary logs up to the target (a
+	// point-in-time restore); the transactions replicate to every member.
+	RestoreReplaying RestoreStep = "Replaying"
 	// RestoreResuming: the data is restored and the fence lifted; the restore completes once
 	// the primary takes writes again.
 	RestoreResuming RestoreStep = "Resuming"
 )
+
+// ReplayStatus is what a point-in-time restore replayed.
+type ReplayStatus struct {
+	// Files is the number of archived binary logs read.
+	Files int `json:"files,omitempty"`
+	// Transactions counts the transactions applied.
+	Transactions int `json:"transactions,omitempty"`
+	// LastTransactionTime is the time of the last transaction applied.
+	// +optional
+	LastTransactionTime *metav1.Time `json:"lastTransactionTime,omitempty"`
+	// GTID is the archive's GTID position reached (the applied transactions got new GTIDs
+	// from the primary).
+	// +optional
+	GTID string `json:"gtid,omitempty"`
+}
 
 // MySQLRestoreStatus is the progress and result of a restore.
 type MySQLRestoreStatus struct {
@@ -392,6 +438,12 @@ type MySQLRestoreStatus struct {
 	// GTIDPosition is the GTID position of the backup restored.
 	// +optional
 	GTIDPosition string `json:"gtidPosition,omitempty"`
+	// Backup is the MySQLBackup restored: spec.backupRef, or the one chosen for the target.
+	// +optional
+	Backup string `json:"backup,omitempty"`
+	// Replay is the progress of a point-in-time restore's replay of archived binary logs.
+	// +optional
+	Replay *ReplayStatus `json:"replay,omitempty"`
 	// StartTime is when the restore started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

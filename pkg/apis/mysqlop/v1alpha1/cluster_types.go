@@ -192,8 +192,8 @@ type MySQLClusterSpec struct {
 	// when the cluster is created.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
-	// BinlogArchive archives the primary's binary logs continuously to object storage, the
-	// ground for point-in-time recovery (restoring to a time or GTID is not built yet).
+	// BinlogArchive archives the primary's binary logs continuously to object storage, for
+	// point-in-time recovery (MySQLRestore spec.target).
 	// +optional
 	BinlogArchive *BinlogArchiveSpec `json:"binlogArchive,omitempty"`
 }
@@ -203,6 +203,10 @@ type BootstrapSpec struct {
 	// FromBackup is a MySQLBackup (logical or physical) in the cluster's namespace; it is
 	// restored once, through a MySQLRestore named <cluster>-bootstrap.
 	FromBackup LocalReference `json:"fromBackup"`
+	// Target brings the new cluster to a point after the backup by replaying the backup's
+	// cluster's archived binary logs (see MySQLRestore spec.target).
+	// +optional
+	Target *RestoreTarget `json:"target,omitempty"`
 }
 
 // SecretKeyRef names one key of a Secret in the object's namespace.
@@ -293,6 +297,13 @@ type MySQLClusterStatus struct {
 	// BinlogArchive is what the primary's archiver reports, while spec.binlogArchive is set.
 	// +optional
 	BinlogArchive *BinlogArchiveStatus `json:"binlogArchive,omitempty"`
+	// RecoverableFrom and RecoverableUntil bound the times a point-in-time restore of the
+	// cluster can reach: from the oldest Complete backup the archive continues, to the last
+	// archived transaction. Unset without an archive or such a backup.
+	// +optional
+	RecoverableFrom *metav1.Time `json:"recoverableFrom,omitempty"`
+	// +optional
+	RecoverableUntil *metav1.Time `json:"recoverableUntil,omitempty"`
 }
 
 // BinlogArchiveSpec says where and how often the primary's binary logs are archived. The

@@ -70,6 +70,11 @@ const (
 	// AnnotationBootstrapRestore on a MySQLCluster names the MySQLRestore its spec.bootstrap
 	// was turned into; once set, no second one is made, even if that restore is deleted.
 	AnnotationBootstrapRestore = "mysqlop.io/bootstrap-restore"
+	// AnnotationArchiveTimeline on a MySQLCluster is set when a restore replaced its data in
+	// place (the completion time, 20060102T150405Z): its history no longer continues the
+	// archived binary logs, so archiving starts a new chain under binlog/<timeline>/, and only
+	// backups finished after it are bases for a point-in-time restore.
+	AnnotationArchiveTimeline = "mysqlop.io/archive-timeline"
 )
 
 // Finalizers.
@@ -185,6 +190,9 @@ const (
 	ReasonCompleted = "Completed"
 	// ReasonFailed: the job failed and is not retried; the message says why.
 	ReasonFailed = "Failed"
+	// ReasonTargetUnreachable: a point-in-time restore's target lies outside what the backups
+	// and the binary log archive cover; the message names the recoverable window.
+	ReasonTargetUnreachable = "TargetUnreachable"
 	// ReasonScheduled: the schedule creates backups.
 	ReasonScheduled = "Scheduled"
 	// ReasonInvalidSchedule: the schedule's cron expression cannot be parsed.

@@ -26,6 +26,9 @@ type BootstrapSpecApplyConfiguration struct {
 	// FromBackup is a MySQLBackup (logical or physical) in the cluster's namespace; it is
 	// restored once, through a MySQLRestore named <cluster>-bootstrap.
 	FromBackup *LocalReferenceApplyConfiguration `json:"fromBackup,omitempty"`
+	// Target brings the new cluster to a point after the backup by replaying the backup's
+	// cluster's archived binary logs (see MySQLRestore spec.target).
+	Target *RestoreTargetApplyConfiguration `json:"target,omitempty"`
 }
 
 // BootstrapSpecApplyConfiguration constructs a declarative configuration of the BootstrapSpec type for use with
@@ -39,5 +42,13 @@ func BootstrapSpec() *BootstrapSpecApplyConfiguration {
 // If called multiple times, the FromBackup field is set to the value of the last call.
 func (b *BootstrapSpecApplyConfiguration) WithFromBackup(value *LocalReferenceApplyConfiguration) *BootstrapSpecApplyConfiguration {
 	b.FromBackup = value
+	return b
+}
+
+// WithTarget sets the Target field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Target field is set to the value of the last call.
+func (b *BootstrapSpecApplyConfiguration) WithTarget(value *RestoreTargetApplyConfiguration) *BootstrapSpecApplyConfiguration {
+	b.Target = value
 	return b
 }

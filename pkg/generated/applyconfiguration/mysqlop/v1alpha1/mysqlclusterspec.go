@@ -71,8 +71,8 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// Bootstrap fills a new cluster from a backup once it has a primary. It can only be set
 	// when the cluster is created.
 	Bootstrap *BootstrapSpecApplyConfiguration `json:"bootstrap,omitempty"`
-	// BinlogArchive archives the primary's binary logs continuously to object storage, the
-	// ground for point-in-time recovery (restoring to a time or GTID is not built yet).
+	// BinlogArchive archives the primary's binary logs continuously to object storage, for
+	// point-in-time recovery (MySQLRestore spec.target).
 	BinlogArchive *BinlogArchiveSpecApplyConfiguration `json:"binlogArchive,omitempty"`
 }
 

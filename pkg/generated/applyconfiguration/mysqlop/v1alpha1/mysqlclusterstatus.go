@@ -20,6 +20,7 @@ package v1alpha1
 
 import (
 	mysqlopv1alpha1 "github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -55,6 +56,11 @@ type MySQLClusterStatusApplyConfiguration struct {
 	CurrentVersion *string `json:"currentVersion,omitempty"`
 	// BinlogArchive is what the primary's archiver reports, while spec.binlogArchive is set.
 	BinlogArchive *BinlogArchiveStatusApplyConfiguration `json:"binlogArchive,omitempty"`
+	// RecoverableFrom and RecoverableUntil bound the times a point-in-time restore of the
+	// cluster can reach: from the oldest Complete backup the archive continues, to the last
+	// archived transaction. Unset without an archive or such a backup.
+	RecoverableFrom  *metav1.Time `json:"recoverableFrom,omitempty"`
+	RecoverableUntil *metav1.Time `json:"recoverableUntil,omitempty"`
 }
 
 // MySQLClusterStatusApplyConfiguration constructs a declarative configuration of the MySQLClusterStatus type for use with
@@ -168,5 +174,21 @@ func (b *MySQLClusterStatusApplyConfiguration) WithCurrentVersion(value string) 
 // If called multiple times, the BinlogArchive field is set to the value of the last call.
 func (b *MySQLClusterStatusApplyConfiguration) WithBinlogArchive(value *BinlogArchiveStatusApplyConfiguration) *MySQLClusterStatusApplyConfiguration {
 	b.BinlogArchive = value
+	return b
+}
+
+// WithRecoverableFrom sets the RecoverableFrom field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RecoverableFrom field is set to the value of the last call.
+func (b *MySQLClusterStatusApplyConfiguration) WithRecoverableFrom(value metav1.Time) *MySQLClusterStatusApplyConfiguration {
+	b.RecoverableFrom = &value
+	return b
+}
+
+// WithRecoverableUntil sets the RecoverableUntil field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RecoverableUntil field is set to the value of the last call.
+func (b *MySQLClusterStatusApplyConfiguration) WithRecoverableUntil(value metav1.Time) *MySQLClusterStatusApplyConfiguration {
+	b.RecoverableUntil = &value
 	return b
 }

@@ -29,8 +29,15 @@ import (
 type MySQLRestoreSpecApplyConfiguration struct {
 	// ClusterRef is the cluster to restore into.
 	ClusterRef *ClusterReferenceApplyConfiguration `json:"clusterRef,omitempty"`
-	// BackupRef is the MySQLBackup to restore; it must be Complete.
+	// BackupRef is the MySQLBackup to restore; it must be Complete. With a target it can be
+	// left out: the newest Complete backup of the cluster that finished before the target is
+	// restored.
 	BackupRef *LocalReferenceApplyConfiguration `json:"backupRef,omitempty"`
+	// Target restores to a point after the backup: the backup's cluster's archived binary logs
+	// (its spec.binlogArchive) are replayed up to it. A target the archive cannot reach (a
+	// gap, before the backup, after the last archived transaction) fails the restore before
+	// writes are stopped, naming what the archive covers.
+	Target *RestoreTargetApplyConfiguration `json:"target,omitempty"`
 	// Timeout bounds the restore from its start; past it, the restore fails and writes resume.
 	// Default 6h.
 	Timeout *v1.Duration `json:"timeout,omitempty"`
@@ -55,6 +62,14 @@ func (b *MySQLRestoreSpecApplyConfiguration) WithClusterRef(value *ClusterRefere
 // If called multiple times, the BackupRef field is set to the value of the last call.
 func (b *MySQLRestoreSpecApplyConfiguration) WithBackupRef(value *LocalReferenceApplyConfiguration) *MySQLRestoreSpecApplyConfiguration {
 	b.BackupRef = value
+	return b
+}
+
+// WithTarget sets the Target field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Target field is set to the value of the last call.
+func (b *MySQLRestoreSpecApplyConfiguration) WithTarget(value *RestoreTargetApplyConfiguration) *MySQLRestoreSpecApplyConfiguration {
+	b.Target = value
 	return b
 }
 

@@ -46,6 +46,10 @@ type MySQLRestoreStatusApplyConfiguration struct {
 	Restarted []string `json:"restarted,omitempty"`
 	// GTIDPosition is the GTID position of the backup restored.
 	GTIDPosition *string `json:"gtidPosition,omitempty"`
+	// Backup is the MySQLBackup restored: spec.backupRef, or the one chosen for the target.
+	Backup *string `json:"backup,omitempty"`
+	// Replay is the progress of a point-in-time restore's replay of archived binary logs.
+	Replay *ReplayStatusApplyConfiguration `json:"replay,omitempty"`
 	// StartTime is when the restore started.
 	StartTime *v1.Time `json:"startTime,omitempty"`
 	// CompletionTime is when the restore completed or failed.
@@ -125,6 +129,22 @@ func (b *MySQLRestoreStatusApplyConfiguration) WithRestarted(values ...string) *
 // If called multiple times, the GTIDPosition field is set to the value of the last call.
 func (b *MySQLRestoreStatusApplyConfiguration) WithGTIDPosition(value string) *MySQLRestoreStatusApplyConfiguration {
 	b.GTIDPosition = &value
+	return b
+}
+
+// WithBackup sets the Backup field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Backup field is set to the value of the last call.
+func (b *MySQLRestoreStatusApplyConfiguration) WithBackup(value string) *MySQLRestoreStatusApplyConfiguration {
+	b.Backup = &value
+	return b
+}
+
+// WithReplay sets the Replay field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Replay field is set to the value of the last call.
+func (b *MySQLRestoreStatusApplyConfiguration) WithReplay(value *ReplayStatusApplyConfiguration) *MySQLRestoreStatusApplyConfiguration {
+	b.Replay = value
 	return b
 }
 
