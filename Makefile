@@ -14,6 +14,7 @@ KUBECONFIG ?= $(HOME)/.kube/config
 # Benchmark sizes: cluster counts and client QPS settings (comma-separated).
 CLUSTERS ?= 10,100,500
 QPS      ?= 20,100
+PITR_MB ?= 256
 BACKUP_MB ?= 1024
 CHAOS_ROUNDS ?= 3
 
@@ -87,6 +88,10 @@ bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS s
 .PHONY: bench-backup
 bench-backup: tools ## Backup benchmark: ~1 GiB table on real MariaDB, logical and physical backups to versitygw and restores through the agent, against the raw tools; prints a table.
 	$(GO) run ./test/bench/backup -size-mb $(BACKUP_MB)
+
+.PHONY: bench-pitr
+bench-pitr: tools ## Point-in-time recovery benchmark on real MariaDB and versitygw: replay through the agent against mariadb-binlog | mariadb by hand, and archive lag under a steady writer; prints two tables.
+	$(GO) run ./test/bench/pitr -size-mb $(PITR_MB)
 
 .PHONY: bench-failover
 bench-failover: ## Failover benchmark on real MariaDB: SIGKILL of the primary to the first acknowledged write, 20 runs.

@@ -66,7 +66,7 @@ func (s *Server) putArchive(w http.ResponseWriter, r *http.Request) {
 		a.cancel = cancel
 		a.state = agentapi.ArchiveState{Config: config}
 		arch := &archive.Archiver{In: s.in, Dir: filepath.Clean(s.backups.cfg.DataDir), Store: store, Prefix: req.Prefix,
-			Interval: time.Duration(req.IntervalSeconds) * time.Second}
+			Interval: time.Duration(req.IntervalSeconds) * time.Second, RetainFrom: req.RetainFrom}
 		go a.run(ctx, arch, config)
 		klog.InfoS("Binary log archiving configured", "prefix", req.Prefix, "interval", arch.Interval)
 	}
@@ -88,9 +88,12 @@ func (a *archiving) run(ctx context.Context, arch *archive.Archiver, config stri
 			}
 			if !rep.Until.IsZero() {
 				from, until := rep.From, rep.Until
-				st.From, st.Until = &from, &until
+				st.From, st.Until, st.Start = &from, &until, rep.Start
 			}
 			st.LagSeconds, st.LagBytes = rep.LagSeconds, rep.LagBytes
+			if len(rep.Pruned) > 0 {
+				klog.InfoS("Deleted archived binary logs older than the oldest backup", "objects", len(rep.Pruned), "retainFrom", arch.RetainFrom)
+			}
 			if n := len(rep.Archived); n > 0 {
 				now := st.RoundTime
 				st.LastArchived, st.LastArchiveTime = rep.Archived[n-1], &now

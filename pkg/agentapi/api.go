@@ -173,6 +173,9 @@ type ArchiveRequest struct {
 	Prefix string `json:"prefix"`
 	// IntervalSeconds bounds how long a transaction waits before it is archived.
 	IntervalSeconds int64 `json:"intervalSeconds"`
+	// RetainFrom is the GTID position of the cluster's oldest kept backup: archived files
+	// wholly inside it are deleted. Empty keeps every file.
+	RetainFrom string `json:"retainFrom,omitempty"`
 }
 
 // ID identifies the request's configuration: equal requests have equal IDs. The agent reports
@@ -191,9 +194,11 @@ type ArchiveState struct {
 	Idle bool `json:"idle,omitempty"`
 	// End is the GTID state the archive holds.
 	End string `json:"end,omitempty"`
-	// From and Until are the times of the first and last archived transactions.
+	// From and Until are the times of the first and last archived transactions; Start is
+	// the GTID state the chain starts from (a backup at or after it can be brought forward).
 	From  *time.Time `json:"from,omitempty"`
 	Until *time.Time `json:"until,omitempty"`
+	Start string     `json:"start,omitempty"`
 	// LastArchived and LastArchiveTime name the last object this agent uploaded, and when.
 	LastArchived    string     `json:"lastArchived,omitempty"`
 	LastArchiveTime *time.Time `json:"lastArchiveTime,omitempty"`

@@ -26,6 +26,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,6 +93,10 @@ type Archiver struct {
 	Interval time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// RetainFrom, when set, is the GTID position of the oldest backup kept: files whose every
+	// transaction is in it are no longer needed by any restore, and a round deletes them
+	// (Retention). Empty keeps everything.
+	RetainFrom string
 
 	// ix is the index as this archiver last read or wrote it. Only a writable server writes
 	// the index, so it is read again only after a round that idled or failed: another
@@ -121,14 +126,17 @@ type Report struct {
 	// End is the GTID state the archive holds after the round.
 	End string
 	// From and Until are the times of the archive's first and last transactions (zero when
-	// it holds none).
+	// it holds none); Start is the GTID state its chain starts from.
 	From, Until time.Time
+	Start       string
 	// LagSeconds is the age of the oldest transaction not archived (0 when none); LagBytes
 	// the size of the files that hold such transactions.
 	LagSeconds float64
 	LagBytes   int64
 	// Gap is set when an archived file does not continue the chain.
 	Gap bool
+	// Pruned are the objects deleted by retention in this round.
+	Pruned []string
 }
 
 func (a *Archiver) now() time.Time {
@@ -210,8 +218,11 @@ func (a *Archiver) round(ctx context.Context) (Report, error) {
 		rep.Archived = append(rep.Archived, e.Object)
 	}
 	rep.End = end.String()
+	if rep.Pruned, err = a.prune(ctx, ix); err != nil {
+		return rep, err
+	}
 	span := ix.Span()
-	rep.From, rep.Until = span.From, span.Until
+	rep.From, rep.Until, rep.Start = span.From, span.Until, span.Start
 	return rep, nil
 }
 
@@ -294,6 +305,45 @@ func (a *Archiver) upload(ctx context.Context, serverID uint32, file string, sum
 }
 
 func (a *Archiver) object(name string) string { return path.Join(a.Prefix, name) }
+
+// prune applies retention: the entries at the head of the chain whose transactions are all in
+// RetainFrom leave the index, then their objects are deleted (an object left by an
+// interrupted round is only unreferenced, never a hole in the chain). The last entry always
+// stays: it carries the chain's end, which tells the next round what is archived.
+func (a *Archiver) prune(ctx context.Context, ix *Index) ([]string, error) {
+	if a.RetainFrom == "" || len(ix.Entries) < 2 {
+		return nil, nil
+	}
+	keep, err := mysql.ParseGTIDSet(ix.Flavor, a.RetainFrom)
+	if err != nil {
+		return nil, fmt.Errorf("retention position: %w", err)
+	}
+	n := 0
+	for n < len(ix.Entries)-1 {
+		end, err := mysql.ParseGTIDSet(ix.Flavor, ix.Entries[n].End)
+		if err != nil || !keep.Contains(end) {
+			break
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	dropped := slices.Clone(ix.Entries[:n])
+	ix.Entries = slices.Delete(ix.Entries, 0, n)
+	if err := a.saveIndex(ctx, ix); err != nil {
+		ix.Entries = append(dropped, ix.Entries...)
+		return nil, err
+	}
+	var out []string
+	for _, e := range dropped {
+		if err := a.Store.Delete(ctx, a.object(e.Object)); err != nil {
+			return out, err
+		}
+		out = append(out, e.Object)
+	}
+	return out, nil
+}
 
 // LoadIndex reads the archive's index; an archive without one is empty.
 func (a *Archiver) LoadIndex(ctx context.Context) (*Index, error) {

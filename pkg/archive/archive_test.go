@@ -191,3 +191,50 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met within 10 s")
 }
+
+// Retention: with the oldest kept backup's position set, a round deletes the files whose
+// transactions are all in it (index first, then objects), keeps the file holding it and every
+// later one, and never the last; a restore from that backup still plans from the chain.
+func TestRetentionFollowsTheOldestBackupOnMariaDB(t *testing.T) {
+	e := newEnv(t)
+	s := mariadb.Start(t, 1, mariadb.Options{})[0]
+	e.exec(s, "SET GLOBAL read_only = OFF", "CREATE DATABASE pitr", "CREATE TABLE pitr.t (id INT PRIMARY KEY)")
+	var positions []string
+	for i := range 4 {
+		e.exec(s, fmt.Sprintf("INSERT INTO pitr.t VALUES (%d)", i))
+		positions = append(positions, e.pos(s))
+		e.exec(s, "FLUSH BINARY LOGS")
+	}
+	a := e.archiver(s)
+	e.round(a)
+	ix, err := a.LoadIndex(e.ctx)
+	if err != nil || len(ix.Entries) != 4 {
+		t.Fatalf("index %+v %v", ix, err)
+	}
+	// A backup taken between the second and third inserts.
+	a.RetainFrom = positions[1]
+	rep := e.round(a)
+	if !slices.Equal(rep.Pruned, objects(ix)[:2]) {
+		t.Fatalf("pruned %v, want the first two files %v", rep.Pruned, objects(ix)[:2])
+	}
+	after, err := archive.LoadIndex(e.ctx, e.store, "ns/db/binlog", mysql.MariaDB)
+	if err != nil || len(after.Entries) != 2 || archive.Check(e.ctx, e.store, "ns/db/binlog", after) != nil {
+		t.Fatalf("index after retention %+v: %v", after, err)
+	}
+	for _, o := range rep.Pruned {
+		if ok, _ := e.store.Exists(e.ctx, "ns/db/binlog/"+o); ok {
+			t.Errorf("%s still stored", o)
+		}
+	}
+	if es, err := archive.PlanReplay(after, positions[1], archive.Target{}); err != nil || len(es) != 2 {
+		t.Errorf("restore from the kept backup: %v %v", es, err)
+	}
+	if _, err := archive.PlanReplay(after, positions[0], archive.Target{}); err == nil {
+		t.Error("a backup older than the retention still plans")
+	}
+	// Everything inside the position: the last file stays, it carries the chain's end.
+	a.RetainFrom = e.pos(s)
+	if rep := e.round(a); len(rep.Pruned) != 1 || rep.End != e.pos(s) {
+		t.Errorf("retention at the end: %+v", rep)
+	}
+}

@@ -26,17 +26,17 @@ func (t Target) String() string {
 }
 
 // Span is what an archive covers: the times of its first and last transactions and its GTID
-// state at the end.
+// states at the start of the chain and at its end.
 type Span struct {
 	From, Until time.Time
-	End         string
+	Start, End  string
 }
 
 // Span returns what the archive covers (zero times when it is empty).
 func (ix *Index) Span() Span {
 	var s Span
 	if n := len(ix.Entries); n > 0 {
-		s.From, s.Until = ix.Entries[0].FirstTime, ix.Entries[n-1].LastTime
+		s.From, s.Until, s.Start = ix.Entries[0].FirstTime, ix.Entries[n-1].LastTime, ix.Entries[0].Start
 		for _, e := range ix.Entries {
 			if e.Transactions > 0 && (s.From.IsZero() || e.FirstTime.Before(s.From)) {
 				s.From = e.FirstTime

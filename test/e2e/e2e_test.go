@@ -348,15 +348,6 @@ func TestUserJourneys(t *testing.T) {
 		if err != nil || len(ix.Entries) == 0 || archive.Check(ctx, objStore, ns+"/"+name+"/binlog", ix) != nil {
 			t.Fatalf("archive index %+v: %v", ix, err)
 		}
-		setArchive(nil)
-		eventually(t, time.Minute, "archiving off and out of the status", func(ctx context.Context) (bool, error) {
-			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
-			return err == nil && c.Status.BinlogArchive == nil && apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionArchiving) == nil, nil
-		})
-		// (The row archived above came after both backups: the restores below take it away.)
-		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (3, 'after the backup')"); err != nil {
-			t.Fatal(err)
-		}
 		restore := func(restoreName, backupName string) *v1alpha1.MySQLRestore {
 			t.Helper()
 			r := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: restoreName, Namespace: ns},
@@ -381,6 +372,89 @@ func TestUserJourneys(t *testing.T) {
 				})
 			}
 		}
+		// Point-in-time recovery across a failover: the primary is killed until another takes
+		// over, which archives on; row 101 is written in one second, row 102 in a later one.
+		// Restoring to the second of 101 brings back the backup's rows with 100 and 101, not
+		// 102: from the physical backup into a new cluster, then from the logical backup in
+		// place (which starts a new archive timeline, so it comes second).
+		old := primary
+		if primary = crashLoop(pod(t, old), resources.ContainerMySQL); primary == "" {
+			t.Fatalf("no failover from %s within 2 minutes", old)
+		}
+		settleAfterFailover(t, old)
+		waitServiceEndpoints(t, name+"-primary", primary)
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (101, 'at the target')"); err != nil {
+			t.Fatal(err)
+		}
+		target := metav1.NewTime(time.Now().Truncate(time.Second))
+		time.Sleep(time.Until(target.Add(1200 * time.Millisecond)))
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (102, 'after the target')"); err != nil {
+			t.Fatal(err)
+		}
+		if err := appDB(t, primary).QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&written); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 2*time.Minute, "row 102 archived by the new primary, a recoverable window in the status", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && c.Status.BinlogArchive != nil && c.Status.BinlogArchive.End == written && c.Status.BinlogArchive.Member == primary &&
+				c.Status.RecoverableFrom != nil && c.Status.RecoverableUntil != nil && !c.Status.RecoverableUntil.Before(&target), nil
+		})
+		if c := cluster(t); c.Status.RecoverableFrom.After(target.Time) {
+			t.Errorf("recoverable from %v, after the target %v", c.Status.RecoverableFrom, target)
+		}
+		pitrRows := func(ms ...string) {
+			t.Helper()
+			exactly(n+2, ms...)
+			for _, m := range ms {
+				db, err := memberDB(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids string
+				if err := db.QueryRowContext(ctx, "SELECT GROUP_CONCAT(id ORDER BY id) FROM app.t WHERE id BETWEEN 100 AND 102").Scan(&ids); err != nil || ids != "100,101" {
+					t.Errorf("%s holds rows %q of 100-102 after the point-in-time restore (%v), want 100,101", m, ids, err)
+				}
+			}
+		}
+		pitrCopy := &v1alpha1.MySQLCluster{ObjectMeta: metav1.ObjectMeta{Name: "pitr", Namespace: ns}, Spec: v1alpha1.MySQLClusterSpec{
+			Flavor: v1alpha1.FlavorMariaDB, Version: cluster(t).Spec.Version, Members: 2,
+			Bootstrap: &v1alpha1.BootstrapSpec{FromBackup: v1alpha1.LocalReference{Name: "physical"}, Target: &v1alpha1.RestoreTarget{Time: &target}}}}
+		if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, pitrCopy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := waitRestore(t, "pitr-bootstrap", 6*time.Minute)
+		if r.Status.Phase != v1alpha1.JobComplete || r.Status.Replay == nil || r.Status.Replay.Transactions < 2 {
+			t.Fatalf("point-in-time bootstrap restore: %+v replay %+v", r.Status, r.Status.Replay)
+		}
+		t.Logf("new cluster from the physical backup to %s: %s", target.UTC().Format(time.RFC3339), apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionComplete).Message)
+		pitrRows("pitr-0", "pitr-1")
+		if err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Delete(ctx, "pitr", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		inPlace := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "pitr-in-place", Namespace: ns},
+			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: name}, BackupRef: v1alpha1.LocalReference{Name: "logical"},
+				Target: &v1alpha1.RestoreTarget{Time: &target}}}
+		if _, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, inPlace, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if r := waitRestore(t, "pitr-in-place", 5*time.Minute); r.Status.Phase != v1alpha1.JobComplete {
+			t.Fatalf("point-in-time restore in place: %+v", r.Status)
+		}
+		pitrRows(members(3)...)
+		if tl := cluster(t).Annotations[v1alpha1.AnnotationArchiveTimeline]; tl == "" {
+			t.Error("the in-place restore began no archive timeline")
+		}
+
+		setArchive(nil)
+		eventually(t, time.Minute, "archiving off and out of the status", func(ctx context.Context) (bool, error) {
+			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && c.Status.BinlogArchive == nil && apimeta.FindStatusCondition(c.Status.Conditions, v1alpha1.ConditionArchiving) == nil, nil
+		})
+		// (The rows archived above came after both backups: the restores below take them away.)
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (3, 'after the backup')"); err != nil {
+			t.Fatal(err)
+		}
+
 		// Logical: loaded through the primary, replicated; the table is back as it was at the
 		// backup, on every member.
 		if r := restore("back", "logical"); r.Status.Phase != v1alpha1.JobComplete {
@@ -397,7 +471,7 @@ func TestUserJourneys(t *testing.T) {
 			uids[m] = pod(t, m).UID
 		}
 		started := time.Now()
-		r := restore("back-physical", "physical")
+		r = restore("back-physical", "physical")
 		if r.Status.Phase != v1alpha1.JobComplete || len(r.Status.Restarted) != 3 || r.Status.Restarted[0] != primary {
 			t.Fatalf("physical restore: %+v", r.Status)
 		}

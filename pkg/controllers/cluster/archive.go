@@ -20,6 +20,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/job"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
@@ -114,12 +115,14 @@ func (a *archiver) sync(ctx context.Context, c *Controller, cl *v1alpha1.MySQLCl
 		return &archiveView{Member: primary, Paused: restore}
 	}
 	a.checked = true
-	if a.req == nil || !reflect.DeepEqual(a.reqSpec, spec) || a.req.Prefix != resources.ArchivePrefix(cl) || time.Since(a.reqTime) > storageTTL {
+	retain := retainFrom(cl, c.completeBackups(cl))
+	if a.req == nil || !reflect.DeepEqual(a.reqSpec, spec) || a.req.Prefix != resources.ArchivePrefix(cl) || a.req.RetainFrom != retain || time.Since(a.reqTime) > storageTTL {
 		store, err := job.StorageConfigOf(ctx, c.kube, cl.Namespace, &spec.Storage.S3)
 		if err != nil {
 			return &archiveView{Member: primary, Err: err.Error()}
 		}
-		a.req = &agentapi.ArchiveRequest{Storage: store, Prefix: resources.ArchivePrefix(cl), IntervalSeconds: int64(archiveInterval(spec).Seconds())}
+		a.req = &agentapi.ArchiveRequest{Storage: store, Prefix: resources.ArchivePrefix(cl), IntervalSeconds: int64(archiveInterval(spec).Seconds()),
+			RetainFrom: retain}
 		a.reqSpec, a.reqTime = spec.DeepCopy(), time.Now()
 	}
 	view := &archiveView{Member: primary}
@@ -238,18 +241,23 @@ func orNone(s string) string {
 
 // recoverableWindow is the span of times a point-in-time restore of cl can reach: from the
 // completion of its oldest Complete backup that the archive continues (finished in the
-// current timeline, and not before the archive's first transaction) to the archive's last
+// current timeline, at a GTID position that holds the archive's start) to the archive's last
 // transaction. Both nil without an archive report or such a backup.
 func recoverableWindow(cl *v1alpha1.MySQLCluster, backups []*v1alpha1.MySQLBackup, v *archiveView) (from, until *metav1.Time) {
-	if cl.Spec.BinlogArchive == nil || v == nil || v.State == nil || v.State.From == nil || v.State.Until == nil {
+	if cl.Spec.BinlogArchive == nil || v == nil || v.State == nil || v.State.Until == nil {
+		return nil, nil
+	}
+	flavor := mysql.Flavor(cl.Spec.Flavor)
+	start, err := mysql.ParseGTIDSet(flavor, v.State.Start)
+	if err != nil {
 		return nil, nil
 	}
 	since := resources.TimelineStart(cl)
-	if v.State.From.After(since) {
-		since = *v.State.From
-	}
 	for _, b := range backups {
 		if b.Status.Phase != v1alpha1.JobComplete || b.Status.CompletionTime == nil || b.Status.CompletionTime.Time.Before(since) {
+			continue
+		}
+		if pos, err := mysql.ParseGTIDSet(flavor, b.Status.GTIDPosition); err != nil || !pos.Contains(start) {
 			continue
 		}
 		if from == nil || b.Status.CompletionTime.Before(from) {
@@ -261,4 +269,25 @@ func recoverableWindow(cl *v1alpha1.MySQLCluster, backups []*v1alpha1.MySQLBacku
 	}
 	u := metav1.NewTime(*v.State.Until)
 	return from, &u
+}
+
+// retainFrom is the archive's retention position: the GTID position of the oldest Complete
+// backup of cl finished in its current timeline ("" keeps everything: no such backup yet).
+// What only older backups could use is deleted by the archiver, so retention follows the
+// backups' own retention (a schedule's keep, a deleted MySQLBackup).
+func retainFrom(cl *v1alpha1.MySQLCluster, backups []*v1alpha1.MySQLBackup) string {
+	since := resources.TimelineStart(cl)
+	var oldest *v1alpha1.MySQLBackup
+	for _, b := range backups {
+		if b.Status.Phase != v1alpha1.JobComplete || b.Status.CompletionTime == nil || b.Status.GTIDPosition == "" || b.Status.CompletionTime.Time.Before(since) {
+			continue
+		}
+		if oldest == nil || b.Status.CompletionTime.Before(oldest.Status.CompletionTime) {
+			oldest = b
+		}
+	}
+	if oldest == nil {
+		return ""
+	}
+	return oldest.Status.GTIDPosition
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -220,11 +221,12 @@ func TestRecoverableWindow(t *testing.T) {
 	at := func(s int) time.Time { return time.Date(2026, 12, 4, 10, 0, s, 0, time.UTC) }
 	backup := func(name string, done int, phase v1alpha1.JobPhase) *v1alpha1.MySQLBackup {
 		t := metav1.NewTime(at(done))
-		return &v1alpha1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.MySQLBackupStatus{Phase: phase, CompletionTime: &t}}
+		return &v1alpha1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status: v1alpha1.MySQLBackupStatus{Phase: phase, CompletionTime: &t, GTIDPosition: fmt.Sprintf("0-1-%d", done)}}
 	}
-	view := func(from, until int) *archiveView {
-		f, u := at(from), at(until)
-		return &archiveView{State: &agentapi.ArchiveState{From: &f, Until: &u}}
+	view := func(start string, until int) *archiveView {
+		u := at(until)
+		return &archiveView{State: &agentapi.ArchiveState{Start: start, Until: &u}}
 	}
 	backups := []*v1alpha1.MySQLBackup{backup("b2", 20, v1alpha1.JobComplete), backup("b1", 5, v1alpha1.JobComplete), backup("b0", 1, v1alpha1.JobFailed)}
 	for _, tc := range []struct {
@@ -234,12 +236,12 @@ func TestRecoverableWindow(t *testing.T) {
 		view     *archiveView
 		want     string
 	}{
-		{"the oldest backup to the last archived transaction", "", backups, view(0, 30), "10:00:05-10:00:30"},
-		{"a backup before the archive starts does not count", "", backups, view(10, 30), "10:00:20-10:00:30"},
-		{"the timeline excludes older backups", "20261204T100010Z", backups, view(0, 30), "10:00:20-10:00:30"},
-		{"no backup", "", nil, view(0, 30), "none"},
+		{"the oldest backup to the last archived transaction", "", backups, view("", 30), "10:00:05-10:00:30"},
+		{"a backup the archive's chain starts after does not count", "", backups, view("0-1-10", 30), "10:00:20-10:00:30"},
+		{"the timeline excludes older backups", "20261204T100010Z", backups, view("", 30), "10:00:20-10:00:30"},
+		{"no backup", "", nil, view("", 30), "none"},
 		{"no report", "", backups, &archiveView{}, "none"},
-		{"the archive ends before the backup", "", backups[:1], view(0, 15), "none"},
+		{"the archive ends before the backup", "", backups[:1], view("", 15), "none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cl := mariadb(3, "10.11.6")
@@ -256,5 +258,24 @@ func TestRecoverableWindow(t *testing.T) {
 				t.Errorf("window %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRetainFrom(t *testing.T) {
+	done := func(name, gtid string, s int, phase v1alpha1.JobPhase) *v1alpha1.MySQLBackup {
+		tm := metav1.NewTime(time.Date(2026, 12, 4, 10, 0, s, 0, time.UTC))
+		return &v1alpha1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: v1alpha1.MySQLBackupStatus{Phase: phase, CompletionTime: &tm, GTIDPosition: gtid}}
+	}
+	backups := []*v1alpha1.MySQLBackup{done("b2", "0-1-20", 20, v1alpha1.JobComplete), done("b1", "0-1-5", 5, v1alpha1.JobComplete), done("b0", "0-1-1", 1, v1alpha1.JobFailed)}
+	cl := mariadb(3, "10.11.6")
+	if got := retainFrom(cl, backups); got != "0-1-5" {
+		t.Errorf("retain from %q, want the oldest Complete backup's 0-1-5", got)
+	}
+	cl.Annotations = map[string]string{v1alpha1.AnnotationArchiveTimeline: "20261204T100010Z"}
+	if got := retainFrom(cl, backups); got != "0-1-20" {
+		t.Errorf("in a timeline begun at 10:00:10: %q, want 0-1-20", got)
+	}
+	if got := retainFrom(cl, backups[1:]); got != "" {
+		t.Errorf("no backup in the timeline: %q, want everything kept", got)
 	}
 }
