@@ -2,6 +2,8 @@ package agent_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -64,6 +66,25 @@ func TestArchiveAPIOnMariaDB(t *testing.T) {
 		}
 	}
 	t.Logf("archived in %v (interval 1 s)", time.Since(start).Round(100*time.Millisecond))
+	metrics := httptest.NewServer(srv.MetricsHandler())
+	defer metrics.Close()
+	scrape := func() string {
+		t.Helper()
+		resp, err := http.Get(metrics.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	m := scrape()
+	for _, want := range []string{"mysqlop_agent_binlog_archive_lag_seconds ", "mysqlop_agent_binlog_archive_lag_bytes ",
+		"mysqlop_agent_binlog_archive_failing 0", "mysqlop_agent_binlog_archive_last_transaction_timestamp_seconds "} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
 	if st.LastArchived == "" || st.LastArchiveTime == nil || st.Error != "" || st.Idle {
 		t.Errorf("state %+v", st)
 	}
@@ -84,6 +105,9 @@ func TestArchiveAPIOnMariaDB(t *testing.T) {
 	}
 	if !st.Idle {
 		t.Errorf("a read-only server does not idle: %+v", st)
+	}
+	if m := scrape(); strings.Contains(m, "mysqlop_agent_binlog_archive_") {
+		t.Errorf("a server that does not archive exports archive metrics:\n%s", m)
 	}
 	if err := c.StopArchive(ctx); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +36,9 @@ type pitrSource struct {
 }
 
 const pitrPrefix = "ns/db/binlog"
+
+// serverIDs matches an event header line of mariadb-binlog's output, with its server id.
+var serverIDs = regexp.MustCompile(`(?m)^#\d{6} .* server id (\d+) .*$`)
 
 func (p *pitrSource) exec(s *mariadb.Server, qs ...string) {
 	p.t.Helper()
@@ -201,6 +206,26 @@ func TestReplayToAPointOnMariaDB(t *testing.T) {
 		}
 		if st.GTID != atFourth || st.Transactions != 9 || st.LastTransactionTime == nil || !st.LastTransactionTime.Equal(p.times[3]) {
 			t.Errorf("replay to %s reports %+v; want GTID %s, 9 transactions (three groups after the backup), last at %v", target, st, atFourth, p.times[3])
+		}
+		// Every replayed event, row events applied through BINLOG statements included, carries
+		// the restoring server's id in its header: a replica skips events with its own id.
+		p.exec(into, "FLUSH BINARY LOGS")
+		logs, _ := filepath.Glob(filepath.Join(into.Dir, "data", "binlog.[0-9]*"))
+		out, err := exec.Command("mariadb-binlog", logs...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("mariadb-binlog on the restored server's logs: %v: %s", err, out)
+		}
+		rows := 0
+		for _, m := range serverIDs.FindAllStringSubmatch(string(out), -1) {
+			if m[1] != fmt.Sprint(into.ServerID()) {
+				t.Fatalf("an event of the restored server's binary log carries server id %s, not %d", m[1], into.ServerID())
+			}
+			if strings.Contains(m[0], "Write_rows") {
+				rows++
+			}
+		}
+		if rows < 9 {
+			t.Errorf("%d row events in the restored server's binary log, want the 9 replayed ones at least", rows)
 		}
 		var state string
 		if err := into.Admin().DB.QueryRow("SELECT @@gtid_binlog_state").Scan(&state); err != nil {

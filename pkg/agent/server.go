@@ -160,10 +160,21 @@ var (
 	descIO       = prometheus.NewDesc("mysqlop_agent_replica_io_running", "1 when the replication IO thread runs.", nil, nil)
 	descSQL      = prometheus.NewDesc("mysqlop_agent_replica_sql_running", "1 when the replication SQL thread runs.", nil, nil)
 	descLag      = prometheus.NewDesc("mysqlop_agent_replica_lag_seconds", "Seconds behind the source.", nil, nil)
+	// The archive's metrics exist while archiving is configured and the server archives
+	// (it is writable); a replica reports none.
+	descArchiveLag = prometheus.NewDesc("mysqlop_agent_binlog_archive_lag_seconds",
+		"Age of the oldest transaction not archived yet (0 when every transaction is).", nil, nil)
+	descArchiveLagBytes = prometheus.NewDesc("mysqlop_agent_binlog_archive_lag_bytes",
+		"Size of the binary logs that hold transactions not archived yet.", nil, nil)
+	descArchiveLast = prometheus.NewDesc("mysqlop_agent_binlog_archive_last_transaction_timestamp_seconds",
+		"Unix time of the newest archived transaction: the end of the recoverable window.", nil, nil)
+	descArchiveFailing = prometheus.NewDesc("mysqlop_agent_binlog_archive_failing",
+		"1 when the last archiving round failed or found a gap in the chain.", nil, nil)
 )
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descUp, descReadOnly, descReady, descIO, descSQL, descLag} {
+	for _, d := range []*prometheus.Desc{descUp, descReadOnly, descReady, descIO, descSQL, descLag,
+		descArchiveLag, descArchiveLagBytes, descArchiveLast, descArchiveFailing} {
 		ch <- d
 	}
 }
@@ -174,6 +185,17 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			return 1
 		}
 		return 0
+	}
+	c.s.archiving.mu.Lock()
+	a := c.s.archiving.state
+	c.s.archiving.mu.Unlock()
+	if a.Config != "" && !a.RoundTime.IsZero() && !a.Idle {
+		ch <- prometheus.MustNewConstMetric(descArchiveLag, prometheus.GaugeValue, a.LagSeconds)
+		ch <- prometheus.MustNewConstMetric(descArchiveLagBytes, prometheus.GaugeValue, float64(a.LagBytes))
+		ch <- prometheus.MustNewConstMetric(descArchiveFailing, prometheus.GaugeValue, b(a.Error != "" || a.Gap))
+		if a.Until != nil {
+			ch <- prometheus.MustNewConstMetric(descArchiveLast, prometheus.GaugeValue, float64(a.Until.Unix()))
+		}
 	}
 	st, err := c.s.read(context.Background())
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, b(err == nil))

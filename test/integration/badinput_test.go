@@ -64,6 +64,40 @@ func TestBadClusterInputIsRefusedAtAdmission(t *testing.T) {
 	}
 }
 
+// A MySQLRestore names a backup, a target or both; a target is exactly one of a time, a GTID
+// and latest.
+func TestBadRestoreTargetsAreRefusedAtAdmission(t *testing.T) {
+	ns := cp.NewNamespace(t)
+	ctx := context.Background()
+	now := metav1.Now()
+	restore := func(name string, backup string, target *v1alpha1.RestoreTarget) *v1alpha1.MySQLRestore {
+		return &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, BackupRef: v1alpha1.LocalReference{Name: backup}, Target: target}}
+	}
+	for _, tc := range []struct {
+		r    *v1alpha1.MySQLRestore
+		says string
+	}{
+		{restore("nothing", "", nil), "set backupRef, target, or both"},
+		{restore("two", "", &v1alpha1.RestoreTarget{Time: &now, GTID: "0-1-5"}), "set exactly one of time, gtid and latest"},
+		{restore("none", "b", &v1alpha1.RestoreTarget{}), "set exactly one of time, gtid and latest"},
+	} {
+		_, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, tc.r, metav1.CreateOptions{})
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: created or wrong error: %v", tc.r.Name, err)
+		}
+	}
+	for _, r := range []*v1alpha1.MySQLRestore{
+		restore("backup-only", "b", nil),
+		restore("latest", "", &v1alpha1.RestoreTarget{Latest: true}),
+		restore("gtid-from-backup", "b", &v1alpha1.RestoreTarget{GTID: "0-1-5"}),
+	} {
+		if _, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			t.Errorf("%s refused: %v", r.Name, err)
+		}
+	}
+}
+
 // Names that become an account, a schema or a prefix of other names are bounded at admission.
 func TestBadNamesAreRefusedAtAdmission(t *testing.T) {
 	ns := cp.NewNamespace(t)

@@ -71,8 +71,11 @@ func (c *Controller) fencing(ctx context.Context, key cache.ObjectName, cached *
 	return ctrl.After(pollInterval), c.progress(ctx, cached, status, msg)
 }
 
-// stillArchiving names the members whose agents still have archiving configured (or cannot
-// say), when the cluster archives.
+// stillArchiving names the members whose agents report archiving still configured, when the
+// cluster archives. A member whose agent does not answer does not hold the restore up (a
+// logical restore runs with a member down): a restarted agent holds no configuration, and
+// only a writable member archives, which none is until the Cluster controller, which
+// reconfigures every agent it reaches, makes one so.
 func (c *Controller) stillArchiving(ctx context.Context, cl *v1alpha1.MySQLCluster) []string {
 	if cl.Spec.BinlogArchive == nil {
 		return nil
@@ -80,13 +83,12 @@ func (c *Controller) stillArchiving(ctx context.Context, cl *v1alpha1.MySQLClust
 	var busy []string
 	for _, m := range memberNames(resources.StatefulSetName(cl), cl.Spec.Members) {
 		client, err := c.agentOf(cl, m)
-		if err == nil {
-			var st *agentapi.ArchiveState
-			if st, err = client.Archive(ctx); err == nil && st.Config == "" {
-				continue
-			}
+		if err != nil {
+			continue
 		}
-		busy = append(busy, m)
+		if st, err := client.Archive(ctx); err == nil && st.Config != "" {
+			busy = append(busy, m)
+		}
 	}
 	return busy
 }
