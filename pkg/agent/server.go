@@ -68,6 +68,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/v1/restores/{id}", s.getRestore)
 	mux.HandleFunc("POST /api/v1/restores/{id}/commit", s.commitRestore)
 	mux.HandleFunc("DELETE /api/v1/restores/{id}", s.discardRestore)
+	mux.HandleFunc("POST /api/v1/checksums", s.postChecksum)
+	mux.HandleFunc("GET /api/v1/checksums/{id}", s.getBackup)
 	mux.HandleFunc("GET /api/v1/seed", s.seed)
 	mux.HandleFunc("POST /api/v1/reseed", s.postReseed)
 	mux.HandleFunc("POST /api/v1/server/kill", s.killServer)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
+	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
 
 // BackupRequest is the body of POST /api/v1/backups. The storage credentials travel in it,
@@ -96,6 +97,17 @@ type BackupState struct {
 	// give the time of the last one; GTID is the archive's position reached.
 	Transactions        int        `json:"transactions,omitempty"`
 	LastTransactionTime *time.Time `json:"lastTransactionTime,omitempty"`
+	// Checksums, for a checksum job, are the server's table checksums once Complete.
+	Checksums []mysql.TableChecksum `json:"checksums,omitempty"`
+}
+
+// ChecksumRequest is the body of POST /api/v1/checksums: a job that checksums every table
+// outside the server's own schemas (mysql.Instance.Checksums), for a verification restore.
+type ChecksumRequest struct {
+	// ID names the job; a second request with the same ID returns the first one's state.
+	ID string `json:"id"`
+	// TimeoutSeconds bounds the job; 0 means the agent's own limit.
+	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
 }
 
 // ErrBackupNotFound is returned by a Client when the agent does not know the backup.

@@ -110,6 +110,22 @@ func (c *Client) state(ctx context.Context, method, path string) (*BackupState, 
 	return &st, nil
 }
 
+// StartChecksum asks the agent to checksum the server's tables; it returns the job's state
+// (also when the agent already runs or ran the same ID).
+func (c *Client) StartChecksum(ctx context.Context, req ChecksumRequest) (*BackupState, error) {
+	var st BackupState
+	if _, err := c.do(ctx, http.MethodPost, "/api/v1/checksums", req, &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// Checksum returns the state of checksum job id, with the checksums once Complete;
+// ErrBackupNotFound when the agent does not know it.
+func (c *Client) Checksum(ctx context.Context, id string) (*BackupState, error) {
+	return c.state(ctx, http.MethodGet, "/api/v1/checksums/"+url.PathEscape(id))
+}
+
 // StartRestore asks the agent to load a logical backup; it returns the restore's state.
 func (c *Client) StartRestore(ctx context.Context, req BackupRequest) (*BackupState, error) {
 	var st BackupState

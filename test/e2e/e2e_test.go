@@ -445,6 +445,53 @@ func TestUserJourneys(t *testing.T) {
 			t.Error("the in-place restore began no archive timeline")
 		}
 
+		// Verification: a logical backup, writes, a physical backup. Verifying the physical one
+		// restores it into one scratch cluster, the logical one replayed to its position into
+		// another, and their checksums agree; then the scratch clusters and volumes are gone.
+		backup("verify-base", v1alpha1.BackupLogical)
+		if _, err := appDB(t, primary).ExecContext(ctx, "INSERT INTO app.t VALUES (200, 'between the backups'), (201, 'and another')"); err != nil {
+			t.Fatal(err)
+		}
+		backup("verify-me", v1alpha1.BackupPhysical)
+		verifyStarted := time.Now()
+		check := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "verify", Namespace: ns},
+			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: name}, BackupRef: v1alpha1.LocalReference{Name: "verify-me"}, Verify: true}}
+		if _, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, check, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r = waitRestore(t, "verify", 8*time.Minute)
+		v := r.Status.Verification
+		if r.Status.Phase != v1alpha1.JobComplete || v == nil || v.Base != "verify-base" || v.Tables < 1 || len(v.Mismatched) > 0 {
+			t.Fatalf("verification: %+v verification %+v", r.Status, v)
+		}
+		t.Logf("verified in %v: %s", time.Since(verifyStarted).Round(time.Second), apimeta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionComplete).Message)
+		// left says what of the verification is still there ("" when nothing is).
+		left := func(ctx context.Context) string {
+			var out []string
+			if r, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Get(ctx, "verify", metav1.GetOptions{}); err != nil || len(r.Finalizers) > 0 {
+				out = append(out, fmt.Sprintf("restore finalizers %v (%v)", r.Finalizers, err))
+			}
+			for _, s := range []string{v.BackupCluster, v.ReplayCluster} {
+				if c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, s, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					out = append(out, fmt.Sprintf("cluster %s (%v, deleted %v, finalizers %v)", s, err, c.DeletionTimestamp, c.Finalizers))
+				}
+				pvcs, err := lc.CP.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelCluster + "=" + s})
+				if err != nil {
+					out = append(out, err.Error())
+					continue
+				}
+				for _, p := range pvcs.Items {
+					out = append(out, fmt.Sprintf("volume %s (deleted %v, finalizers %v)", p.Name, p.DeletionTimestamp, p.Finalizers))
+				}
+			}
+			return strings.Join(out, "; ")
+		}
+		if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			return left(ctx) == "", nil
+		}); err != nil {
+			t.Fatalf("the scratch clusters, their volumes and the finalizer not gone within 2 minutes: %s", left(ctx))
+		}
+
 		setArchive(nil)
 		eventually(t, time.Minute, "archiving off and out of the status", func(ctx context.Context) (bool, error) {
 			c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})

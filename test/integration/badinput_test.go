@@ -74,6 +74,10 @@ func TestBadRestoreTargetsAreRefusedAtAdmission(t *testing.T) {
 		return &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: "db"}, BackupRef: v1alpha1.LocalReference{Name: backup}, Target: target}}
 	}
+	verify := func(r *v1alpha1.MySQLRestore) *v1alpha1.MySQLRestore {
+		r.Spec.Verify = true
+		return r
+	}
 	for _, tc := range []struct {
 		r    *v1alpha1.MySQLRestore
 		says string
@@ -81,6 +85,8 @@ func TestBadRestoreTargetsAreRefusedAtAdmission(t *testing.T) {
 		{restore("nothing", "", nil), "set backupRef, target, or both"},
 		{restore("two", "", &v1alpha1.RestoreTarget{Time: &now, GTID: "0-1-5"}), "set exactly one of time, gtid and latest"},
 		{restore("none", "b", &v1alpha1.RestoreTarget{}), "set exactly one of time, gtid and latest"},
+		{verify(restore("verify-nothing", "", &v1alpha1.RestoreTarget{Latest: true})), "verify checks the backup of spec.backupRef: set it, and no target"},
+		{verify(restore("verify-to-a-target", "b", &v1alpha1.RestoreTarget{Latest: true})), "verify checks the backup of spec.backupRef"},
 	} {
 		_, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, tc.r, metav1.CreateOptions{})
 		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.says) {
@@ -91,6 +97,7 @@ func TestBadRestoreTargetsAreRefusedAtAdmission(t *testing.T) {
 		restore("backup-only", "b", nil),
 		restore("latest", "", &v1alpha1.RestoreTarget{Latest: true}),
 		restore("gtid-from-backup", "b", &v1alpha1.RestoreTarget{GTID: "0-1-5"}),
+		verify(restore("verify", "b", nil)),
 	} {
 		if _, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, r, metav1.CreateOptions{}); err != nil {
 			t.Errorf("%s refused: %v", r.Name, err)

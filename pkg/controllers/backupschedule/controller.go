@@ -1,6 +1,6 @@
 // Package backupschedule is the MySQLBackupSchedule controller: on a cron schedule it creates
-// MySQLBackups from the schedule's template, applies the concurrency policy, and prunes
-// finished backups its retention no longer keeps.
+// MySQLBackups from the schedule's template, applies the concurrency policy, prunes finished
+// backups its retention no longer keeps, and (spec.verify) has each completed backup verified.
 //
 // Backups carry the label mysqlop.io/backup-schedule and the schedule's own labels (so an
 // operator's --target-selector matches them too), but no owner reference: deleting a
@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -43,6 +44,7 @@ type Controller struct {
 	mysql     versioned.Interface
 	schedules listers.MySQLBackupScheduleLister
 	backups   cache.Indexer
+	restores  listers.MySQLRestoreLister
 	recorder  record.EventRecorder
 	loop      *ctrl.Loop
 	now       func() time.Time
@@ -55,6 +57,9 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	})
 	backupInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
+	})
+	restoreInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Mysqlop().V1alpha1().MySQLRestores().Informer()
 	})
 	for _, inf := range backupInf {
 		if err := inf.AddIndexers(cache.Indexers{bySchedule: func(obj any) ([]string, error) {
@@ -71,11 +76,12 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 		mysql:     client,
 		schedules: listers.NewMySQLBackupScheduleLister(schedInf.Indexer()),
 		backups:   backupInf.Indexer(),
+		restores:  listers.NewMySQLRestoreLister(restoreInf.Indexer()),
 		recorder:  recorder,
 		now:       time.Now,
 	}
 	c.loop = ctrl.New(Name, "mysqlbackupschedule", c.Sync)
-	c.loop.WaitFor(schedInf.HasSynced, backupInf.HasSynced)
+	c.loop.WaitFor(schedInf.HasSynced, backupInf.HasSynced, restoreInf.HasSynced)
 	if err := schedInf.AddEventHandler(c.loop.ObjectHandler()); err != nil {
 		return nil, fmt.Errorf("watch schedules: %w", err)
 	}
@@ -197,6 +203,11 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 			return ctrl.Result{}, fmt.Errorf("replace backup %s: %w", name, err)
 		}
 	}
+	if p.Verify != "" {
+		if err := c.verify(ctx, cached, p.Verify, backups); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	switch {
 	case p.Skipped:
 		events.BackupSkipped.Record(c.recorder, cached, p.Due.UTC().Format(time.RFC3339), p.Active)
@@ -245,6 +256,30 @@ func (c *Controller) create(ctx context.Context, s *v1alpha1.MySQLBackupSchedule
 	}
 	events.BackupScheduled.Record(c.recorder, s, name, t.UTC().Format(time.RFC3339))
 	return name, nil
+}
+
+// verify creates the verification restore of backup name unless it exists: named
+// <backup>-verify, owned by the backup, labelled as the schedule's backups are.
+func (c *Controller) verify(ctx context.Context, s *v1alpha1.MySQLBackupSchedule, name string, backups []*v1alpha1.MySQLBackup) error {
+	rname := name + "-verify"
+	if _, err := c.restores.MySQLRestores(s.Namespace).Get(rname); err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	i := slices.IndexFunc(backups, func(b *v1alpha1.MySQLBackup) bool { return b.Name == name })
+	if i < 0 {
+		return nil
+	}
+	b := backups[i]
+	r := &v1alpha1.MySQLRestore{
+		ObjectMeta: metav1.ObjectMeta{Name: rname, Namespace: s.Namespace, Labels: maps.Clone(b.Labels),
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, v1alpha1.SchemeGroupVersion.WithKind("MySQLBackup"))}},
+		Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: b.Spec.ClusterRef, BackupRef: v1alpha1.LocalReference{Name: name}, Verify: true},
+	}
+	if _, err := c.mysql.MysqlopV1alpha1().MySQLRestores(s.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create verification %s: %w", rname, err)
+	}
+	klog.FromContext(ctx).Info("Created verification of a scheduled backup", "schedule", klog.KObj(s), "backup", name, "restore", rname)
+	return nil
 }
 
 func setReady(st *v1alpha1.MySQLBackupScheduleStatus, gen int64, ok bool, reason, msg string) bool {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
@@ -109,5 +110,39 @@ func TestRetentionPrunesOldBackups(t *testing.T) {
 	}
 	if !slices.Equal(deleted, []string{"delete mysqlbackups old"}) {
 		t.Errorf("deleted %q", deleted)
+	}
+}
+
+// spec.verify: the newest completed backup gets one verifying MySQLRestore, owned by the
+// backup (retention deletes it with the backup) and labelled as the backup; no second one.
+func TestScheduleVerifiesTheNewestCompletedBackup(t *testing.T) {
+	s := schedule("@hourly")
+	s.Spec.Verify = true
+	s.Status.LastScheduleTime = &metav1.Time{Time: t0}
+	mine := func(name string, phase v1alpha1.JobPhase, hoursAgo int) *v1alpha1.MySQLBackup {
+		b := bk(name, phase, hoursAgo)
+		b.Namespace, b.UID, b.Labels = fixture.Namespace, types.UID("uid-"+name), map[string]string{v1alpha1.LabelSchedule: "nightly"}
+		b.Spec.ClusterRef.Name = "db"
+		return b
+	}
+	f, c := start(t, s, mine("older", v1alpha1.JobComplete, 3), mine("newest", v1alpha1.JobComplete, 1), mine("running", v1alpha1.JobRunning, 0))
+	f.Sync(c.Sync, "nightly")
+	r := fixture.Get(f, &v1alpha1.MySQLRestore{}, "newest-verify")
+	if !r.Spec.Verify || r.Spec.BackupRef.Name != "newest" || r.Spec.ClusterRef.Name != "db" || r.Labels[v1alpha1.LabelSchedule] != "nightly" ||
+		len(r.OwnerReferences) != 1 || r.OwnerReferences[0].UID != "uid-newest" || r.OwnerReferences[0].Kind != "MySQLBackup" {
+		t.Fatalf("verification %+v", r)
+	}
+	var created []string
+	for _, w := range f.Writes() {
+		if strings.HasPrefix(w, "create mysqlrestores") {
+			created = append(created, w)
+		}
+	}
+	if !slices.Equal(created, []string{"create mysqlrestores newest-verify"}) {
+		t.Errorf("created %q", created)
+	}
+	f.Sync(c.Sync, "nightly")
+	if w := f.Writes(); len(w) != 0 {
+		t.Errorf("again: wrote %q", w)
 	}
 }

@@ -31,6 +31,9 @@ type plan struct {
 	// Active are the backups that have not finished; LastSuccessful the newest Complete one.
 	Active         []string
 	LastSuccessful string
+	// Verify is the backup to verify (spec.verify): the newest Complete one, unless it is
+	// pruned now. Each backup is the newest when it completes, so each gets verified.
+	Verify string
 }
 
 // decide plans a reconcile at now of a schedule whose last backup was scheduled at last (or
@@ -76,6 +79,10 @@ func decide(now, last time.Time, sched Schedule, spec *v1alpha1.MySQLBackupSched
 		if i >= keepFailed && b.DeletionTimestamp == nil {
 			p.Prune = append(p.Prune, b.Name)
 		}
+	}
+
+	if spec.Verify && p.LastSuccessful != "" && !slices.Contains(p.Prune, p.LastSuccessful) {
+		p.Verify = p.LastSuccessful
 	}
 
 	p.Next = sched.Next(now)

@@ -165,15 +165,30 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		return ctrl.Result{}, fmt.Errorf("get restore %s: %w", key, err)
 	}
 	if cached.DeletionTimestamp != nil {
-		return ctrl.Result{}, c.finalize(ctx, cached)
+		return untilScratchGone(ctrl.Result{}, c.finalize(ctx, cached))
 	}
 	switch cached.Status.Phase {
 	case v1alpha1.JobComplete, v1alpha1.JobFailed:
-		return ctrl.Result{}, c.release(ctx, cached) // left behind when the process stopped in between
+		return untilScratchGone(ctrl.Result{}, c.release(ctx, cached)) // left behind when the process stopped in between
 	case v1alpha1.JobRunning:
+		if cached.Spec.Verify {
+			return untilScratchGone(c.verifying(ctx, key, cached))
+		}
 		return c.run(ctx, key, cached)
 	}
+	if cached.Spec.Verify {
+		return c.startVerify(ctx, key, cached)
+	}
 	return c.start(ctx, key, cached)
+}
+
+// untilScratchGone looks again soon while a verification's scratch clusters are deleted: a
+// status write alone does not requeue a restore (ctrl.Loop.ObjectHandler).
+func untilScratchGone(res ctrl.Result, err error) (ctrl.Result, error) {
+	if errors.Is(err, errScratchLeft) {
+		return ctrl.After(pollInterval), nil
+	}
+	return res, err
 }
 
 // start checks that the restore can run and, when it can, records it as Running and stops
@@ -206,7 +221,7 @@ func (c *Controller) start(ctx context.Context, key cache.ObjectName, cached *v1
 	}
 	// A target the archive cannot reach is refused before writes stop.
 	if cached.Spec.Target != nil {
-		_, err := c.planReplay(ctx, cached, bk)
+		_, err := c.planReplay(ctx, archiveTarget(cached.Spec.Target), bk)
 		var unreachable *errUnreachable
 		if errors.As(err, &unreachable) {
 			return ctrl.Result{}, c.refuse(ctx, cached, unreachable.msg)
@@ -305,6 +320,9 @@ func (c *Controller) request(ctx context.Context, r *v1alpha1.MySQLRestore) (age
 func (c *Controller) finalize(ctx context.Context, cached *v1alpha1.MySQLRestore) error {
 	if cached.Status.Phase != v1alpha1.JobRunning {
 		return c.release(ctx, cached)
+	}
+	if cached.Spec.Verify {
+		return c.finish(ctx, cached, nil, false, "deleted while running")
 	}
 	cl, err := c.clusters.MySQLClusters(cached.Namespace).Get(cached.Spec.ClusterRef.Name)
 	if apierrors.IsNotFound(err) {

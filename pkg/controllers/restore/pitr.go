@@ -120,14 +120,13 @@ func (c *Controller) sourceOf(b *v1alpha1.MySQLBackup) (*v1alpha1.MySQLCluster, 
 }
 
 // planReplay reads the source cluster's archive and returns the replay that brings backup b
-// to r's target, or why it cannot (errUnreachable) before anything is stopped: the target is
+// to target t, or why it cannot (errUnreachable) before anything is stopped: the target is
 // outside the archive, a gap or a missing object breaks the chain.
-func (c *Controller) planReplay(ctx context.Context, r *v1alpha1.MySQLRestore, b *v1alpha1.MySQLBackup) (*replayPlan, error) {
+func (c *Controller) planReplay(ctx context.Context, t archive.Target, b *v1alpha1.MySQLBackup) (*replayPlan, error) {
 	src, err := c.sourceOf(b)
 	if err != nil {
 		return nil, err
 	}
-	t := archiveTarget(r.Spec.Target)
 	if why := checkBase(b, src, t); why != "" {
 		return nil, &errUnreachable{why}
 	}
@@ -213,7 +212,7 @@ func (c *Controller) startReplay(ctx context.Context, key cache.ObjectName, cach
 	if err != nil {
 		return ctrl.Result{}, c.finish(ctx, cached, cl, false, fmt.Sprintf("%s, but MySQLBackup %s is gone: the archive cannot be replayed (%v)", msg, cached.Status.Backup, err))
 	}
-	plan, err := c.planReplay(ctx, cached, bk)
+	plan, err := c.planReplay(ctx, archiveTarget(cached.Spec.Target), bk)
 	var unreachable *errUnreachable
 	if errors.As(err, &unreachable) {
 		// The archive changed since the restore started (an object deleted): the backup is

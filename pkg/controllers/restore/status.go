@@ -4,6 +4,7 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -55,7 +56,11 @@ func (c *Controller) finish(ctx context.Context, cached *v1alpha1.MySQLRestore, 
 
 // end records the outcome (failed with reason when not ok) and lets writes resume.
 func (c *Controller) end(ctx context.Context, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, ok bool, reason, msg string) error {
-	status := cached.Status.DeepCopy()
+	return c.endWith(ctx, cached, cl, cached.Status.DeepCopy(), ok, reason, msg)
+}
+
+// endWith is end with status as the restore's status so far.
+func (c *Controller) endWith(ctx context.Context, cached *v1alpha1.MySQLRestore, cl *v1alpha1.MySQLCluster, status *v1alpha1.MySQLRestoreStatus, ok bool, reason, msg string) error {
 	now := metav1.NewTime(c.now())
 	status.CompletionTime = &now
 	status.Step = ""
@@ -79,8 +84,23 @@ func (c *Controller) end(ctx context.Context, cached *v1alpha1.MySQLRestore, cl 
 	return c.release(ctx, updated)
 }
 
-// release removes the finalizer of a finished restore (and the one earlier builds used).
+// errScratchLeft: a finished verification's scratch clusters or volumes are still being
+// deleted; the restore keeps its finalizer and is looked at again.
+var errScratchLeft = errors.New("scratch clusters are being deleted")
+
+// release removes the finalizer of a finished restore (and the one earlier builds used); a
+// verification's scratch clusters and their volumes go first (errScratchLeft until they are
+// gone).
 func (c *Controller) release(ctx context.Context, r *v1alpha1.MySQLRestore) error {
+	if r.Spec.Verify && objects.HasFinalizer(r, v1alpha1.FinalizerRestore) {
+		done, err := c.cleanupScratch(ctx, r)
+		if err != nil {
+			return err
+		}
+		if !done {
+			return errScratchLeft
+		}
+	}
 	return objects.RemoveFinalizers(ctx, r, c.restoreClient(r).Update, v1alpha1.FinalizerRestore, v1alpha1.LegacyFinalizerRestore)
 }
 

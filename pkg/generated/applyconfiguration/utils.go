@@ -96,6 +96,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.S3StorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeyRef"):
 		return &mysqlopv1alpha1.SecretKeyRefApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("VerificationStatus"):
+		return &mysqlopv1alpha1.VerificationStatusApplyConfiguration{}
 
 	}
 	return nil

@@ -40,6 +40,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: ["mysqlop.io"]
   resources: [mysqlrestores]
   verbs: [create]
+# A verification restore creates its scratch clusters, then deletes them and their volumes.
+- apiGroups: ["mysqlop.io"]
+  resources: [mysqlclusters]
+  verbs: [create, delete]
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [deletecollection]
 - apiGroups: ["mysqlop.io"]
   resources: [mysqlclusters/status, mysqlbackups/status, mysqlbackupschedules/status, mysqlrestores/status, mysqlusers/status, mysqldatabases/status]
   verbs: [get, update, patch]

@@ -254,6 +254,12 @@ type MySQLBackupScheduleSpec struct {
 	Retention BackupRetention `json:"retention,omitempty"`
 	// BackupTemplate is the spec of every backup created.
 	BackupTemplate MySQLBackupSpec `json:"backupTemplate"`
+	// Verify checks every backup that completes: a MySQLRestore <backup>-verify with
+	// spec.verify is created for it (scratch clusters, table checksums against the earlier
+	// backup replayed through the archive; docs/backup.md, "Verification"). It is owned by
+	// the backup, so retention deletes it with the backup.
+	// +optional
+	Verify bool `json:"verify,omitempty"`
 }
 
 // BackupRetention selects backups a schedule keeps; the others are deleted (and their stored
@@ -316,7 +322,8 @@ type MySQLBackupScheduleList struct {
 // MySQLRestore restores a MySQLBackup into a MySQLCluster. Writes are stopped for the whole
 // restore. A logical backup is loaded through the primary and replicates to every replica; a
 // physical one is unpacked on every member and each restarts onto it, so every member holds
-// the backup's data at its GTID position.
+// the backup's data at its GTID position. With spec.verify it checks a backup and the
+// archive leading to it in scratch clusters instead, leaving the cluster alone.
 type MySQLRestore struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -331,8 +338,10 @@ type MySQLRestore struct {
 
 // MySQLRestoreSpec is a requested restore.
 // +kubebuilder:validation:XValidation:rule="has(self.backupRef) || has(self.target)",message="set backupRef, target, or both"
+// +kubebuilder:validation:XValidation:rule="!has(self.verify) || !self.verify || (has(self.backupRef) && !has(self.target))",message="verify checks the backup of spec.backupRef: set it, and no target"
 type MySQLRestoreSpec struct {
-	// ClusterRef is the cluster to restore into.
+	// ClusterRef is the cluster to restore into; with verify, the cluster whose backup is
+	// checked (nothing is done to it).
 	ClusterRef ClusterReference `json:"clusterRef"`
 	// BackupRef is the MySQLBackup to restore; it must be Complete. With a target it can be
 	// left out: the newest Complete backup of the cluster that finished before the target is
@@ -349,6 +358,13 @@ type MySQLRestoreSpec struct {
 	// Default 6h.
 	// +optional
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// Verify checks spec.backupRef and the binary log archive that leads to it without
+	// touching the cluster: the backup is restored into a new one-member scratch cluster, the
+	// cluster's newest earlier backup into another and brought to the first's GTID position
+	// by replaying the archive, and every table's checksum is compared between the two. The
+	// scratch clusters and their volumes are deleted when the verification ends.
+	// +optional
+	Verify bool `json:"verify,omitempty"`
 }
 
 // RestoreTarget is a point to restore to; exactly one field is set.
@@ -370,7 +386,7 @@ type RestoreTarget struct {
 }
 
 // RestoreStep is where a running restore is.
-// +kubebuilder:validation:Enum=Fencing;Loading;Staging;Restarting;Rejoining;Replaying;Resuming
+// +kubebuilder:validation:Enum=Fencing;Loading;Staging;Restarting;Rejoining;Replaying;Resuming;Verifying
 type RestoreStep string
 
 // Steps of a running restore.
@@ -392,7 +408,33 @@ const (
 	// RestoreResuming: the data is restored and the fence lifted; the restore completes once
 	// the primary takes writes again.
 	RestoreResuming RestoreStep = "Resuming"
+	// RestoreVerifying: a verification restore fills its scratch clusters and compares their
+	// checksums.
+	RestoreVerifying RestoreStep = "Verifying"
 )
+
+// VerificationStatus is what a verification restore (spec.verify) compared.
+type VerificationStatus struct {
+	// Base is the earlier backup brought to the verified backup's GTID position by replaying
+	// the archive; empty when the cluster has none or archives no binary logs, in which case
+	// only the backup itself is checked (it restores and every table reads back).
+	// +optional
+	Base string `json:"base,omitempty"`
+	// BackupCluster is the scratch cluster the verified backup is restored into.
+	// +optional
+	BackupCluster string `json:"backupCluster,omitempty"`
+	// ReplayCluster is the scratch cluster the base is restored into and replayed.
+	// +optional
+	ReplayCluster string `json:"replayCluster,omitempty"`
+	// Tables is the number of tables compared (every base table outside the server's own
+	// schemas).
+	Tables int `json:"tables,omitempty"`
+	// Mismatched names the tables whose checksums differ or that only one scratch cluster
+	// holds (at most 20).
+	// +listType=atomic
+	// +optional
+	Mismatched []string `json:"mismatched,omitempty"`
+}
 
 // ReplayStatus is what a point-in-time restore replayed.
 type ReplayStatus struct {
@@ -444,6 +486,9 @@ type MySQLRestoreStatus struct {
 	// Replay is the progress of a point-in-time restore's replay of archived binary logs.
 	// +optional
 	Replay *ReplayStatus `json:"replay,omitempty"`
+	// Verification is what a verification restore (spec.verify) compared.
+	// +optional
+	Verification *VerificationStatus `json:"verification,omitempty"`
 	// StartTime is when the restore started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`

@@ -193,6 +193,10 @@ const (
 	// ReasonTargetUnreachable: a point-in-time restore's target lies outside what the backups
 	// and the binary log archive cover; the message names the recoverable window.
 	ReasonTargetUnreachable = "TargetUnreachable"
+	// ReasonChecksumMismatch: a verification restore found tables whose checksums differ
+	// between the backup restored and the earlier backup brought to its position by the
+	// archive; status.verification.mismatched names them.
+	ReasonChecksumMismatch = "ChecksumMismatch"
 	// ReasonScheduled: the schedule creates backups.
 	ReasonScheduled = "Scheduled"
 	// ReasonInvalidSchedule: the schedule's cron expression cannot be parsed.

@@ -38,6 +38,10 @@ type Client interface {
 	CommitRestore(ctx context.Context, id string) (*agentapi.BackupState, error)
 	// DiscardRestore throws a staged restore away.
 	DiscardRestore(ctx context.Context, id string) error
+	// StartChecksum starts checksumming the member's tables (idempotent by ID).
+	StartChecksum(ctx context.Context, req agentapi.ChecksumRequest) (*agentapi.BackupState, error)
+	// Checksum returns a checksum job's state; agentapi.ErrBackupNotFound when the agent lost it.
+	Checksum(ctx context.Context, id string) (*agentapi.BackupState, error)
 	// Status returns the member's state.
 	Status(ctx context.Context) (*agentapi.StatusJSON, error)
 	// Reseed marks the member for re-seeding at its next start.

@@ -40,6 +40,11 @@ type MySQLBackupScheduleSpecApplyConfiguration struct {
 	Retention *BackupRetentionApplyConfiguration `json:"retention,omitempty"`
 	// BackupTemplate is the spec of every backup created.
 	BackupTemplate *MySQLBackupSpecApplyConfiguration `json:"backupTemplate,omitempty"`
+	// Verify checks every backup that completes: a MySQLRestore <backup>-verify with
+	// spec.verify is created for it (scratch clusters, table checksums against the earlier
+	// backup replayed through the archive; docs/backup.md, "Verification"). It is owned by
+	// the backup, so retention deletes it with the backup.
+	Verify *bool `json:"verify,omitempty"`
 }
 
 // MySQLBackupScheduleSpecApplyConfiguration constructs a declarative configuration of the MySQLBackupScheduleSpec type for use with
@@ -93,5 +98,13 @@ func (b *MySQLBackupScheduleSpecApplyConfiguration) WithRetention(value *BackupR
 // If called multiple times, the BackupTemplate field is set to the value of the last call.
 func (b *MySQLBackupScheduleSpecApplyConfiguration) WithBackupTemplate(value *MySQLBackupSpecApplyConfiguration) *MySQLBackupScheduleSpecApplyConfiguration {
 	b.BackupTemplate = value
+	return b
+}
+
+// WithVerify sets the Verify field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verify field is set to the value of the last call.
+func (b *MySQLBackupScheduleSpecApplyConfiguration) WithVerify(value bool) *MySQLBackupScheduleSpecApplyConfiguration {
+	b.Verify = &value
 	return b
 }

@@ -30,7 +30,8 @@ import (
 // MySQLRestore restores a MySQLBackup into a MySQLCluster. Writes are stopped for the whole
 // restore. A logical backup is loaded through the primary and replicates to every replica; a
 // physical one is unpacked on every member and each restarts onto it, so every member holds
-// the backup's data at its GTID position.
+// the backup's data at its GTID position. With spec.verify it checks a backup and the
+// archive leading to it in scratch clusters instead, leaving the cluster alone.
 type MySQLRestoreApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

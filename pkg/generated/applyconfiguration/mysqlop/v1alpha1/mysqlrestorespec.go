@@ -27,7 +27,8 @@ import (
 //
 // MySQLRestoreSpec is a requested restore.
 type MySQLRestoreSpecApplyConfiguration struct {
-	// ClusterRef is the cluster to restore into.
+	// ClusterRef is the cluster to restore into; with verify, the cluster whose backup is
+	// checked (nothing is done to it).
 	ClusterRef *ClusterReferenceApplyConfiguration `json:"clusterRef,omitempty"`
 	// BackupRef is the MySQLBackup to restore; it must be Complete. With a target it can be
 	// left out: the newest Complete backup of the cluster that finished before the target is
@@ -41,6 +42,12 @@ type MySQLRestoreSpecApplyConfiguration struct {
 	// Timeout bounds the restore from its start; past it, the restore fails and writes resume.
 	// Default 6h.
 	Timeout *v1.Duration `json:"timeout,omitempty"`
+	// Verify checks spec.backupRef and the binary log archive that leads to it without
+	// touching the cluster: the backup is restored into a new one-member scratch cluster, the
+	// cluster's newest earlier backup into another and brought to the first's GTID position
+	// by replaying the archive, and every table's checksum is compared between the two. The
+	// scratch clusters and their volumes are deleted when the verification ends.
+	Verify *bool `json:"verify,omitempty"`
 }
 
 // MySQLRestoreSpecApplyConfiguration constructs a declarative configuration of the MySQLRestoreSpec type for use with
@@ -78,5 +85,13 @@ func (b *MySQLRestoreSpecApplyConfiguration) WithTarget(value *RestoreTargetAppl
 // If called multiple times, the Timeout field is set to the value of the last call.
 func (b *MySQLRestoreSpecApplyConfiguration) WithTimeout(value v1.Duration) *MySQLRestoreSpecApplyConfiguration {
 	b.Timeout = &value
+	return b
+}
+
+// WithVerify sets the Verify field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verify field is set to the value of the last call.
+func (b *MySQLRestoreSpecApplyConfiguration) WithVerify(value bool) *MySQLRestoreSpecApplyConfiguration {
+	b.Verify = &value
 	return b
 }

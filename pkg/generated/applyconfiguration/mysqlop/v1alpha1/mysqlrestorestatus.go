@@ -50,6 +50,8 @@ type MySQLRestoreStatusApplyConfiguration struct {
 	Backup *string `json:"backup,omitempty"`
 	// Replay is the progress of a point-in-time restore's replay of archived binary logs.
 	Replay *ReplayStatusApplyConfiguration `json:"replay,omitempty"`
+	// Verification is what a verification restore (spec.verify) compared.
+	Verification *VerificationStatusApplyConfiguration `json:"verification,omitempty"`
 	// StartTime is when the restore started.
 	StartTime *v1.Time `json:"startTime,omitempty"`
 	// CompletionTime is when the restore completed or failed.
@@ -145,6 +147,14 @@ func (b *MySQLRestoreStatusApplyConfiguration) WithBackup(value string) *MySQLRe
 // If called multiple times, the Replay field is set to the value of the last call.
 func (b *MySQLRestoreStatusApplyConfiguration) WithReplay(value *ReplayStatusApplyConfiguration) *MySQLRestoreStatusApplyConfiguration {
 	b.Replay = value
+	return b
+}
+
+// WithVerification sets the Verification field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Verification field is set to the value of the last call.
+func (b *MySQLRestoreStatusApplyConfiguration) WithVerification(value *VerificationStatusApplyConfiguration) *MySQLRestoreStatusApplyConfiguration {
+	b.Verification = value
 	return b
 }
 
