@@ -85,8 +85,13 @@ func (c *Client) call(ctx context.Context, method, path string, body io.Reader) 
 // StartBackup asks the agent to start req; it returns the backup's state (also when the agent
 // already runs or ran the same ID).
 func (c *Client) StartBackup(ctx context.Context, req BackupRequest) (*BackupState, error) {
+	return c.startJob(ctx, "/api/v1/backups", req)
+}
+
+// startJob posts req to path and returns the job's state.
+func (c *Client) startJob(ctx context.Context, path string, req any) (*BackupState, error) {
 	var st BackupState
-	if _, err := c.do(ctx, http.MethodPost, "/api/v1/backups", req, &st); err != nil {
+	if _, err := c.do(ctx, http.MethodPost, path, req, &st); err != nil {
 		return nil, err
 	}
 	return &st, nil
@@ -113,11 +118,7 @@ func (c *Client) state(ctx context.Context, method, path string) (*BackupState, 
 // StartChecksum asks the agent to checksum the server's tables; it returns the job's state
 // (also when the agent already runs or ran the same ID).
 func (c *Client) StartChecksum(ctx context.Context, req ChecksumRequest) (*BackupState, error) {
-	var st BackupState
-	if _, err := c.do(ctx, http.MethodPost, "/api/v1/checksums", req, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return c.startJob(ctx, "/api/v1/checksums", req)
 }
 
 // Checksum returns the state of checksum job id, with the checksums once Complete;
@@ -128,11 +129,7 @@ func (c *Client) Checksum(ctx context.Context, id string) (*BackupState, error) 
 
 // StartRestore asks the agent to load a logical backup; it returns the restore's state.
 func (c *Client) StartRestore(ctx context.Context, req BackupRequest) (*BackupState, error) {
-	var st BackupState
-	if _, err := c.do(ctx, http.MethodPost, "/api/v1/restores", req, &st); err != nil {
-		return nil, err
-	}
-	return &st, nil
+	return c.startJob(ctx, "/api/v1/restores", req)
 }
 
 // Restore returns the state of restore id: Running, Failed, Complete (logical), or for a

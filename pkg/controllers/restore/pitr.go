@@ -130,6 +130,47 @@ func (c *Controller) planReplay(ctx context.Context, t archive.Target, b *v1alph
 	if why := checkBase(b, src, t); why != "" {
 		return nil, &errUnreachable{why}
 	}
+	a, err := c.openArchive(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := archive.PlanReplay(a.ix, b.Status.GTIDPosition, t)
+	var unreachable *archive.UnreachableError
+	if errors.As(err, &unreachable) {
+		return nil, &errUnreachable{fmt.Sprintf("cannot restore MySQLBackup %s to %s: %s", b.Name, t, unreachable.Reason)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, planTimeout)
+	defer cancel()
+	if err := archive.CheckObjects(ctx, a.store, a.prefix, entries); errors.Is(err, archive.ErrMissing) {
+		return nil, &errUnreachable{fmt.Sprintf("cannot restore MySQLBackup %s to %s: the archive has a gap, %v", b.Name, t, err)}
+	} else if err != nil {
+		return nil, err
+	}
+	p := &replayPlan{Storage: a.cfg, Request: agentapi.ReplayRequest{Start: b.Status.GTIDPosition, StopGTID: t.GTID}}
+	if t.Time != nil {
+		stop := *t.Time
+		p.Request.StopTime = &stop
+	}
+	for _, e := range entries {
+		p.Request.Objects = append(p.Request.Objects, path.Join(a.prefix, e.Object))
+	}
+	return p, nil
+}
+
+// sourceArchive is a source cluster's binary log archive: where it is and its index.
+type sourceArchive struct {
+	cfg    agentapi.StorageConfig
+	store  *storage.Store
+	prefix string
+	ix     *archive.Index
+}
+
+// openArchive reads the index of src's archive (errUnreachable when its storage cannot be
+// configured; other errors are worth a retry).
+func (c *Controller) openArchive(ctx context.Context, src *v1alpha1.MySQLCluster) (*sourceArchive, error) {
 	cfg, err := job.StorageConfigOf(ctx, c.kube, src.Namespace, &src.Spec.BinlogArchive.Storage.S3)
 	if err != nil {
 		return nil, err
@@ -145,28 +186,7 @@ func (c *Controller) planReplay(ctx context.Context, t archive.Target, b *v1alph
 	if err != nil {
 		return nil, fmt.Errorf("read the archive of MySQLCluster %s: %w", src.Name, err)
 	}
-	entries, err := archive.PlanReplay(ix, b.Status.GTIDPosition, t)
-	var unreachable *archive.UnreachableError
-	if errors.As(err, &unreachable) {
-		return nil, &errUnreachable{fmt.Sprintf("cannot restore MySQLBackup %s to %s: %s", b.Name, t, unreachable.Reason)}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := archive.CheckObjects(ctx, store, prefix, entries); errors.Is(err, archive.ErrMissing) {
-		return nil, &errUnreachable{fmt.Sprintf("cannot restore MySQLBackup %s to %s: the archive has a gap, %v", b.Name, t, err)}
-	} else if err != nil {
-		return nil, err
-	}
-	p := &replayPlan{Storage: cfg, Request: agentapi.ReplayRequest{Start: b.Status.GTIDPosition, StopGTID: t.GTID}}
-	if t.Time != nil {
-		stop := *t.Time
-		p.Request.StopTime = &stop
-	}
-	for _, e := range entries {
-		p.Request.Objects = append(p.Request.Objects, path.Join(prefix, e.Object))
-	}
-	return p, nil
+	return &sourceArchive{cfg: cfg, store: store, prefix: prefix, ix: ix}, nil
 }
 
 // baseBackup is the backup a restore starts from: the one recorded in its status once it

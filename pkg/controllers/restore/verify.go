@@ -71,25 +71,23 @@ func scratchCluster(src *v1alpha1.MySQLCluster, r *v1alpha1.MySQLRestore, name s
 }
 
 // chooseBase picks the backup a verification of b replays from: the newest other Complete
-// backup of the cluster in its current timeline (since) whose position b's contains. nil
-// when there is none.
-func chooseBase(backups []*v1alpha1.MySQLBackup, b *v1alpha1.MySQLBackup, since time.Time, flavor mysql.Flavor) *v1alpha1.MySQLBackup {
+// backup of the cluster in its current timeline (since) whose position b's contains and
+// contains the archive's start (archived from there on: the archive may have begun, or
+// retention cut it, after older backups). nil when there is none.
+func chooseBase(backups []*v1alpha1.MySQLBackup, b *v1alpha1.MySQLBackup, since time.Time, archiveStart string, flavor mysql.Flavor) *v1alpha1.MySQLBackup {
 	others := slices.DeleteFunc(slices.Clone(backups), func(x *v1alpha1.MySQLBackup) bool {
-		return x.Name == b.Name || (x.Status.CompletionTime != nil && b.Status.CompletionTime != nil && x.Status.CompletionTime.After(b.Status.CompletionTime.Time))
+		return x.Name == b.Name || (x.Status.CompletionTime != nil && b.Status.CompletionTime != nil && x.Status.CompletionTime.After(b.Status.CompletionTime.Time)) ||
+			!covers(flavor, x.Status.GTIDPosition, archiveStart)
 	})
 	base, _, _ := chooseBackup(others, b.Spec.ClusterRef.Name, since, archive.Target{GTID: b.Status.GTIDPosition}, flavor)
 	return base
 }
 
-// archived reports whether src's archive status holds GTID position pos.
-func archived(src *v1alpha1.MySQLCluster, pos string) bool {
-	if src.Status.BinlogArchive == nil {
-		return false
-	}
-	f := mysql.Flavor(src.Spec.Flavor)
-	end, err1 := mysql.ParseGTIDSet(f, src.Status.BinlogArchive.End)
-	want, err2 := mysql.ParseGTIDSet(f, pos)
-	return err1 == nil && err2 == nil && end.Contains(want)
+// covers reports whether GTID set outer contains inner (false when either cannot be parsed).
+func covers(f mysql.Flavor, outer, inner string) bool {
+	o, err1 := mysql.ParseGTIDSet(f, outer)
+	i, err2 := mysql.ParseGTIDSet(f, inner)
+	return err1 == nil && err2 == nil && o.Contains(i)
 }
 
 // startVerify checks that the verification of spec.backupRef can run and records it as
@@ -124,17 +122,25 @@ func (c *Controller) startVerify(ctx context.Context, key cache.ObjectName, cach
 	ver.BackupCluster, ver.ReplayCluster = scratchNames(cached)
 	msg := fmt.Sprintf("Verifying MySQLBackup %s in scratch cluster %s", bk.Name, ver.BackupCluster)
 	if src.Spec.BinlogArchive != nil {
+		a, err := c.openArchive(ctx, src)
+		var unreachable *errUnreachable
+		if errors.As(err, &unreachable) {
+			return ctrl.Result{}, c.refuse(ctx, cached, "the archive of MySQLCluster "+src.Name+" cannot be read: "+unreachable.msg)
+		}
+		if err != nil {
+			return ctrl.After(waitInterval), c.pending(ctx, cached, "reading the binary log archive: "+err.Error())
+		}
 		all, err := c.backups.MySQLBackups(key.Namespace).List(labels.Everything())
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if base := chooseBase(all, bk, resources.TimelineStart(src), mysql.Flavor(src.Spec.Flavor)); base != nil {
-			if !archived(src, bk.Status.GTIDPosition) {
-				return ctrl.After(waitInterval), c.pending(ctx, cached, fmt.Sprintf("waiting for the binary log archive of MySQLCluster %s to reach MySQLBackup %s's GTID position %s",
-					src.Name, bk.Name, bk.Status.GTIDPosition))
+		f, span := mysql.Flavor(src.Spec.Flavor), a.ix.Span()
+		if base := chooseBase(all, bk, resources.TimelineStart(src), span.Start, f); base != nil {
+			if !covers(f, span.End, bk.Status.GTIDPosition) {
+				return ctrl.After(waitInterval), c.pending(ctx, cached, fmt.Sprintf("waiting for the binary log archive of MySQLCluster %s to reach MySQLBackup %s's GTID position %s (archived to %s)",
+					src.Name, bk.Name, bk.Status.GTIDPosition, span.End))
 			}
 			_, err := c.planReplay(ctx, archive.Target{GTID: bk.Status.GTIDPosition}, base)
-			var unreachable *errUnreachable
 			if errors.As(err, &unreachable) {
 				return ctrl.Result{}, c.refuse(ctx, cached, "the archive does not lead from MySQLBackup "+base.Name+" to "+bk.Name+": "+unreachable.msg)
 			}

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/archive"
 	"github.com/mysqlop/mysql-operator/pkg/backup/storage"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/fixture"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
@@ -43,16 +45,19 @@ func TestChooseBase(t *testing.T) {
 		of    *v1alpha1.MySQLBackup
 		all   []*v1alpha1.MySQLBackup
 		since int
+		start string
 		want  string
 	}{
-		{"the newest before", b3, []*v1alpha1.MySQLBackup{b1, b2, b3}, 0, "b2"},
-		{"never itself or a later one", b2, []*v1alpha1.MySQLBackup{b1, b2, b3, same}, 0, "b1"},
-		{"none before", b1, []*v1alpha1.MySQLBackup{b1, b2}, 0, ""},
-		{"none in the timeline", b2, []*v1alpha1.MySQLBackup{b1, b2}, 10, ""},
+		{"the newest before", b3, []*v1alpha1.MySQLBackup{b1, b2, b3}, 0, "", "b2"},
+		{"never itself or a later one", b2, []*v1alpha1.MySQLBackup{b1, b2, b3, same}, 0, "", "b1"},
+		{"none before", b1, []*v1alpha1.MySQLBackup{b1, b2}, 0, "", ""},
+		{"none in the timeline", b2, []*v1alpha1.MySQLBackup{b1, b2}, 10, "", ""},
+		{"none the archive continues", b2, []*v1alpha1.MySQLBackup{b1, b2}, 0, "0-100-10", ""},
+		{"the archive continues from the base", b3, []*v1alpha1.MySQLBackup{b1, b2, b3}, 0, "0-100-10", "b2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ""
-			if b := chooseBase(tc.all, tc.of, at(tc.since), mysql.MariaDB); b != nil {
+			if b := chooseBase(tc.all, tc.of, at(tc.since), tc.start, mysql.MariaDB); b != nil {
 				got = b.Name
 			}
 			if got != tc.want {
@@ -68,13 +73,10 @@ func verifyRestore() *v1alpha1.MySQLRestore {
 	return r
 }
 
-// verifyFixture is pitrFixture with a second backup, b2 at 10:00:15, inside the archive.
-func verifyFixture(t *testing.T, archivedTo string) (*fixture.Fixture, *Controller, fixture.Agents, *storage.Store) {
+// verifyFixture is pitrFixture with a second backup, b2 at 10:00:15 at GTID position b2pos.
+func verifyFixture(t *testing.T, b2pos string) (*fixture.Fixture, *Controller, fixture.Agents, *storage.Store) {
 	f, c, as, store := pitrFixture(t, verifyRestore())
-	f.Create(backupAt("b2", "0-100-15", 15))
-	cl := clusterOf(f)
-	cl.Status.BinlogArchive = &v1alpha1.BinlogArchiveStatus{End: archivedTo}
-	f.Update(cl)
+	f.Create(backupAt("b2", b2pos, 15))
 	return f, c, as, store
 }
 
@@ -116,7 +118,7 @@ func TestVerificationComparesTwoScratchClusters(t *testing.T) {
 			"2 of 3 tables differ between MySQLBackup b2 and MySQLBackup b1 with the archive replayed to its position 0-100-15: app.t, app.w"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, c, as, _ := verifyFixture(t, "0-101-30")
+			f, c, as, _ := verifyFixture(t, "0-100-15")
 			f.Sync(c.Sync, "r")
 			r := restoreOf(f)
 			v := r.Status.Verification
@@ -184,23 +186,35 @@ func TestVerificationComparesTwoScratchClusters(t *testing.T) {
 // refuses a chain with a gap, and without an archive checks the backup alone.
 func TestVerificationStart(t *testing.T) {
 	for _, tc := range []struct {
-		name       string
-		archivedTo string
-		noArchive  bool
-		delete     string
-		phase      v1alpha1.JobPhase
-		says       string
+		name      string
+		b2pos     string
+		noArchive bool
+		change    func(context.Context, *storage.Store) error
+		phase     v1alpha1.JobPhase
+		says      string
 	}{
-		{"the archive lags behind the backup", "0-100-10", false, "", v1alpha1.JobPending,
-			"waiting for the binary log archive of MySQLCluster db to reach MySQLBackup b2's GTID position 0-100-15"},
-		{"a gap between the backups", "0-101-30", false, "100/bin.000002", v1alpha1.JobFailed,
+		{"the archive has not reached the backup yet", "0-101-40", false, nil, v1alpha1.JobPending,
+			"waiting for the binary log archive of MySQLCluster db to reach MySQLBackup b2's GTID position 0-101-40 (archived to 0-101-30)"},
+		{"a gap between the backups", "0-100-15", false, func(ctx context.Context, s *storage.Store) error {
+			return s.Delete(ctx, "ns/db/binlog/100/bin.000002")
+		}, v1alpha1.JobFailed,
 			"the archive does not lead from MySQLBackup b1 to b2: cannot restore MySQLBackup b1 to GTID 0-100-15: the archive has a gap"},
-		{"no archive: the backup alone", "", true, "", v1alpha1.JobRunning, "Verifying MySQLBackup b2 in scratch cluster r-backup"},
+		{"no archive: the backup alone", "0-100-15", true, nil, v1alpha1.JobRunning, "Verifying MySQLBackup b2 in scratch cluster r-backup"},
+		{"the archive began after the earlier backup: the backup alone", "0-100-15", false, func(ctx context.Context, s *storage.Store) error {
+			ix, err := archive.LoadIndex(ctx, s, "ns/db/binlog", mysql.MariaDB)
+			if err != nil {
+				return err
+			}
+			ix.Entries = ix.Entries[1:] // the archive now starts at 0-100-10, after b1's 0-100-5
+			b, _ := json.Marshal(ix)
+			_, err = s.Put(ctx, "ns/db/binlog/"+archive.IndexName, strings.NewReader(string(b)))
+			return err
+		}, v1alpha1.JobRunning, "Verifying MySQLBackup b2 in scratch cluster r-backup"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, c, _, store := verifyFixture(t, tc.archivedTo)
-			if tc.delete != "" {
-				if err := store.Delete(context.Background(), "ns/db/binlog/"+tc.delete); err != nil {
+			f, c, _, store := verifyFixture(t, tc.b2pos)
+			if tc.change != nil {
+				if err := tc.change(context.Background(), store); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -215,7 +229,7 @@ func TestVerificationStart(t *testing.T) {
 			if r.Status.Phase != tc.phase || !strings.HasPrefix(cond.Message, tc.says) {
 				t.Fatalf("phase %s: %q\nwant %s: %q", r.Status.Phase, cond.Message, tc.phase, tc.says)
 			}
-			if tc.noArchive && (r.Status.Verification.Base != "" || r.Status.Verification.ReplayCluster != "" || len(scratches(r)) != 1) {
+			if tc.phase == v1alpha1.JobRunning && (r.Status.Verification.Base != "" || r.Status.Verification.ReplayCluster != "" || len(scratches(r)) != 1) {
 				t.Errorf("without an archive: %+v", r.Status.Verification)
 			}
 		})
