@@ -47,9 +47,7 @@ func before(b *v1alpha1.MySQLBackup, t archive.Target, flavor mysql.Flavor) bool
 	case t.Time != nil:
 		return b.Status.CompletionTime != nil && !b.Status.CompletionTime.Time.After(*t.Time)
 	case t.GTID != "":
-		goal, err1 := mysql.ParseGTIDSet(flavor, t.GTID)
-		pos, err2 := mysql.ParseGTIDSet(flavor, b.Status.GTIDPosition)
-		return err1 == nil && err2 == nil && goal.Contains(pos)
+		return covers(flavor, t.GTID, b.Status.GTIDPosition)
 	}
 	return true
 }
@@ -134,6 +132,11 @@ func (c *Controller) planReplay(ctx context.Context, t archive.Target, b *v1alph
 	if err != nil {
 		return nil, err
 	}
+	return c.planIn(ctx, a, t, b)
+}
+
+// planIn is planReplay in the opened archive a of b's cluster, whose base checkBase passed.
+func (c *Controller) planIn(ctx context.Context, a *sourceArchive, t archive.Target, b *v1alpha1.MySQLBackup) (*replayPlan, error) {
 	entries, err := archive.PlanReplay(a.ix, b.Status.GTIDPosition, t)
 	var unreachable *archive.UnreachableError
 	if errors.As(err, &unreachable) {

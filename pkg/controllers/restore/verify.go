@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -38,14 +37,11 @@ import (
 // maxMismatched bounds status.verification.mismatched.
 const maxMismatched = 20
 
-// clusterName is what a MySQLCluster may be named (its CRD's rule).
-var clusterName = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,50}[a-z0-9])?$`)
-
 // scratchNames are the scratch clusters of verification restore r: named after it when that
 // makes valid cluster names, else after its UID.
 func scratchNames(r *v1alpha1.MySQLRestore) (backup, replay string) {
 	base := r.Name
-	if !clusterName.MatchString(base + "-replay") {
+	if !v1alpha1.ValidClusterName(base + "-replay") {
 		h := fnv.New32a()
 		_, _ = h.Write([]byte(r.UID))
 		base = fmt.Sprintf("verify-%08x", h.Sum32())
@@ -140,7 +136,8 @@ func (c *Controller) startVerify(ctx context.Context, key cache.ObjectName, cach
 				return ctrl.After(waitInterval), c.pending(ctx, cached, fmt.Sprintf("waiting for the binary log archive of MySQLCluster %s to reach MySQLBackup %s's GTID position %s (archived to %s)",
 					src.Name, bk.Name, bk.Status.GTIDPosition, span.End))
 			}
-			_, err := c.planReplay(ctx, archive.Target{GTID: bk.Status.GTIDPosition}, base)
+			// chooseBase picked base in src's timeline and inside bk's position: checkBase holds.
+			_, err := c.planIn(ctx, a, archive.Target{GTID: bk.Status.GTIDPosition}, base)
 			if errors.As(err, &unreachable) {
 				return ctrl.Result{}, c.refuse(ctx, cached, "the archive does not lead from MySQLBackup "+base.Name+" to "+bk.Name+": "+unreachable.msg)
 			}

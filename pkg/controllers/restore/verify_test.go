@@ -31,7 +31,7 @@ func TestScratchNames(t *testing.T) {
 	} {
 		r := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: tc.name, UID: types.UID("uid-" + tc.name)}}
 		b, rp := scratchNames(r)
-		if !strings.HasPrefix(b, tc.wantBackup) || !clusterName.MatchString(b) || !clusterName.MatchString(rp) || strings.TrimSuffix(b, "-backup") != strings.TrimSuffix(rp, "-replay") {
+		if !strings.HasPrefix(b, tc.wantBackup) || !v1alpha1.ValidClusterName(b) || !v1alpha1.ValidClusterName(rp) || strings.TrimSuffix(b, "-backup") != strings.TrimSuffix(rp, "-replay") {
 			t.Errorf("%q: scratch clusters %q and %q", tc.name, b, rp)
 		}
 	}

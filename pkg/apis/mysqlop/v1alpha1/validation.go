@@ -37,6 +37,9 @@ var configKeyPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 // Service names are DNS-1035 labels.
 var clusterNamePattern = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,50}[a-z0-9])?$`)
 
+// ValidClusterName reports whether name is a name a MySQLCluster may have (its CRD's rule).
+func ValidClusterName(name string) bool { return clusterNamePattern.MatchString(name) }
+
 // NormalizeConfigKey returns the canonical form of a my.cnf option name.
 func NormalizeConfigKey(k string) string {
 	return strings.ReplaceAll(strings.ToLower(k), "-", "_")
@@ -142,7 +145,7 @@ func ValidateCluster(c *MySQLCluster) field.ErrorList {
 	var errs field.ErrorList
 	s := &c.Spec
 	p := field.NewPath("spec")
-	if !clusterNamePattern.MatchString(c.Name) {
+	if !ValidClusterName(c.Name) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), c.Name, "must be at most 52 lower-case letters, digits and '-', starting with a letter"))
 	}
 	if s.Members < 1 || s.Members > 9 {
