@@ -174,6 +174,7 @@ func serve(ctx context.Context, args []string) error {
 	toolboxSocket := fs.String("toolbox-socket", "", "socket of the toolbox container that runs the backup tools; empty runs them here")
 	certFile := fs.String("tls-cert-file", "", "serving certificate of the API (PEM); empty serves plain HTTP")
 	keyFile := fs.String("tls-key-file", "", "private key of the serving certificate (PEM)")
+	serverTLSDir := fs.String("server-tls-dir", "", "the server's mounted TLS Secret (tls.crt, tls.key, ca.crt): the server reads them again when they change; empty: the server has no TLS")
 	_ = fs.Parse(args)
 	f := mysql.Flavor(*flavor)
 	if f != mysql.MySQL && f != mysql.MariaDB {
@@ -194,6 +195,9 @@ func serve(ctx context.Context, args []string) error {
 	defer db.Close()
 	in := &mysql.Instance{DB: db, Flavor: f}
 	go agent.DropInstallerAccounts(ctx, in, 2*time.Second)
+	if *serverTLSDir != "" {
+		go (&agent.TLSReloader{Instance: in, Dir: *serverTLSDir}).Run(ctx, 5*time.Second)
+	}
 	srv := agent.NewServer(in, token)
 	srv.PIDFile = *pidFile
 	var tools toolbox.Runner

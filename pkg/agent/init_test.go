@@ -59,7 +59,8 @@ func newMember(t *testing.T, creds map[string]string) *member {
 			t.Fatal(err)
 		}
 	}
-	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = v1alpha1.FlavorMariaDB })
+	// Without TLS: this member has no certificate (TestTLSReloaderOnMariaDB serves one).
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = v1alpha1.FlavorMariaDB; c.Spec.TLS.Disabled = true })
 	cnf := configmap.Render(c)
 	cnf = strings.NewReplacer(configmap.DataDir, filepath.Join(root, "data"), configmap.SocketPath, m.sock, configmap.PIDPath, filepath.Join(root, "run", "mysqld.pid"),
 		configmap.ConfDDir, filepath.Join(root, "conf", "conf.d")).Replace(cnf)

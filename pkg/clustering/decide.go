@@ -85,6 +85,8 @@ type Instance struct {
 	// Host and Port are where other members reach it.
 	Host string
 	Port int
+	// TLS: it serves TLS, and replicates over TLS from a source that does too.
+	TLS bool
 	// Status is nil when the instance could not be reached; Err says why.
 	Status *mysql.Status
 	Err    error
@@ -358,12 +360,13 @@ func replicaBroken(in Instance) bool {
 	return r != nil && (!r.SQLRunning && r.LastSQLError != "" || !r.IORunning && strings.Contains(r.LastIOError, "1236"))
 }
 
-// replicaFollows: replicating from the primary with both threads running and acknowledging
-// when semi-sync is on.
+// replicaFollows: replicating from the primary with both threads running, acknowledging
+// when semi-sync is on, and over TLS when both serve it (a member restarted with TLS is
+// repointed to use it).
 func replicaFollows(in, primary Instance, semiSync bool) bool {
 	r := in.Status.Replica
 	return r != nil && r.SourceHost == primary.Host && r.SourcePort == primary.Port &&
-		r.IORunning && r.SQLRunning && in.Status.SemiSyncReplica == semiSync
+		r.IORunning && r.SQLRunning && in.Status.SemiSyncReplica == semiSync && r.TLS == (in.TLS && primary.TLS)
 }
 
 func others(instances []Instance, except int) []int {

@@ -78,6 +78,13 @@ func TestDecide(t *testing.T) {
 	fellBack := primaryInst(0, "0-100-9")
 	fellBack.Status.SemiSyncSourceActive = false
 	switchover := spec(0)
+	withTLS := func(in Instance, replicating bool) Instance {
+		in.TLS = true
+		if in.Status.Replica != nil {
+			in.Status.Replica.TLS = replicating
+		}
+		return in
+	}
 	switchover.SwitchoverTo = 2
 	primaryDown := spec(0)
 	primaryDown.PrimaryDown = true
@@ -134,6 +141,27 @@ func TestDecide(t *testing.T) {
 			spec:      spec(0),
 			instances: []Instance{primaryInst(0, "0-100-9"), replicaInst(1, 0, "0-100-9", "0-100-9"), wrongSource},
 			state:     Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{2}, ready: []bool{true, true, false},
+		},
+		{
+			name: "a replica restarted with TLS is repointed to replicate over TLS; one without TLS follows as it is",
+			spec: spec(0),
+			instances: []Instance{withTLS(primaryInst(0, "0-100-9"), false), withTLS(replicaInst(1, 0, "0-100-9", "0-100-9"), false),
+				replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state: Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{1}, ready: []bool{true, false, true},
+		},
+		{
+			name: "replicas over TLS from a TLS primary follow",
+			spec: spec(0),
+			instances: []Instance{withTLS(primaryInst(0, "0-100-9"), false), withTLS(replicaInst(1, 0, "0-100-9", "0-100-9"), true),
+				withTLS(replicaInst(2, 0, "0-100-9", "0-100-9"), true)},
+			state: Healthy, ready: []bool{true, true, true},
+		},
+		{
+			name: "a replica still replicating over TLS from a primary without it is repointed",
+			spec: spec(0),
+			instances: []Instance{primaryInst(0, "0-100-9"), withTLS(replicaInst(1, 0, "0-100-9", "0-100-9"), true),
+				replicaInst(2, 0, "0-100-9", "0-100-9")},
+			state: Degraded, op: OpConfigureReplicas, primary: 0, targets: []int{1}, ready: []bool{true, false, true},
 		},
 		{
 			name:      "errant replica is never ready",

@@ -94,7 +94,8 @@ func (m *Manager) Gather(ctx context.Context) []Instance {
 	n := len(m.Operator.Instances)
 	out := make([]Instance, n)
 	probe := func(i int) {
-		out[i] = Instance{Index: i, Host: m.Operator.Endpoints[i].Host, Port: m.Operator.Endpoints[i].Port}
+		e := m.Operator.Endpoints[i]
+		out[i] = Instance{Index: i, Host: e.Host, Port: e.Port, TLS: replicationTLS(e, e, m.Operator.TLSCAFile)}
 		pctx, cancel := context.WithTimeout(ctx, m.ProbeTimeout)
 		out[i].Status, out[i].Err = m.Operator.Instances[i].Status(pctx)
 		cancel()

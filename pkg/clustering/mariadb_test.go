@@ -380,6 +380,8 @@ func mariaDBConfig() string {
 	return configmap.Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
 		c.Spec.Flavor = v1alpha1.FlavorMariaDB
 		c.Spec.Replication.Mode = v1alpha1.ReplicationSemiSync
+		// These servers have no certificate; TLS is proven by TestTLSOnMariaDB (pkg/mysql).
+		c.Spec.TLS.Disabled = true
 	}))
 }
 

@@ -31,6 +31,14 @@ type Operator struct {
 	// Agents does what SQL cannot: nil where nothing can (OpReseed then fails, and stray
 	// writable members are fenced with SQL alone).
 	Agents Agents
+	// TLSCAFile is the CA bundle's path on the members. Replication between two members that
+	// both serve TLS (Endpoint.TLS) uses it and verifies the source's certificate and name.
+	TLSCAFile string
+}
+
+// replicationTLS reports whether a replica at endpoint replica replicates from source over TLS.
+func replicationTLS(source, replica Endpoint, caFile string) bool {
+	return caFile != "" && source.TLS && replica.TLS
 }
 
 // ConnTimeout bounds connecting, each read and each write on the operator's connections to
@@ -54,6 +62,9 @@ type Agents interface {
 type Endpoint struct {
 	Host string
 	Port int
+	// TLS is whether the member serves TLS with a certificate for Host (and, as a replica,
+	// holds the CA file to verify its source's).
+	TLS bool
 }
 
 // Run performs op. Each step is idempotent, so an operation cut short is completed by the next
@@ -135,6 +146,10 @@ func (o *Operator) configureReplicas(ctx context.Context, primary int, targets [
 				errs = append(errs, fmt.Errorf("configure replica %d of %d: %w", t, primary, err))
 			}
 			continue
+		}
+		src := src
+		if replicationTLS(o.Endpoints[primary], o.Endpoints[t], o.TLSCAFile) {
+			src.TLSCAFile = o.TLSCAFile
 		}
 		err := o.Instances[t].Exec(ctx,
 			mysql.Statement{Query: f.SetReadOnly(true)},

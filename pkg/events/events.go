@@ -93,6 +93,16 @@ var (
 	// ArchiveLagging: the oldest transaction not archived is older than twice the interval
 	// (the condition message).
 	ArchiveLagging = warning("ArchiveLagging", "%s")
+	// CertificateIssued: the operator issued the servers' certificate (its expiry, why).
+	CertificateIssued = normal("CertificateIssued", "Issued the servers' TLS certificate, valid until %s: %s")
+	// CertificateExpiring: the served certificate nears its expiry unrenewed (the condition
+	// message).
+	CertificateExpiring = warning("CertificateExpiring", "%s")
+	// CASecretInvalid: spec.tls.caSecretRef names no usable CA (the condition message).
+	CASecretInvalid = warning("CASecretInvalid", "%s")
+	// CertManagerMissing: spec.tls.certManager is set without cert-manager's CRDs (the
+	// condition message).
+	CertManagerMissing = warning("CertManagerMissing", "%s")
 	// StaleFenceLifted: the fence names a restore that is not running; the cluster controller
 	// lifted it (MySQLRestore).
 	StaleFenceLifted = normal("WritesResumed", "MySQLRestore %s is not running: writes resume")

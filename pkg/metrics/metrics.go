@@ -32,7 +32,7 @@ func init() {
 	Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		reconcileTotal, reconcileDuration, apiRequests,
+		reconcileTotal, reconcileDuration, apiRequests, certificateExpiry,
 	)
 	workqueue.SetProvider(queueMetrics{})
 	clientmetrics.Register(clientmetrics.RegisterOpts{RequestResult: requestResult{}})
@@ -58,6 +58,24 @@ func ObserveReconcile(controller string, d time.Duration, err error) {
 	}
 	reconcileTotal.WithLabelValues(controller, result).Inc()
 	reconcileDuration.WithLabelValues(controller).Observe(d.Seconds())
+}
+
+// certificateExpiry is when each cluster's servers' certificate expires: an alert compares it
+// with time() (docs/tls.md).
+var certificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: "mysqlop", Subsystem: "cluster", Name: "tls_certificate_expiry_timestamp_seconds",
+	Help: "When the servers' TLS certificate of a MySQLCluster expires, in seconds since the epoch.",
+}, []string{"namespace", "cluster"})
+
+// SetCertificateExpiry records when the servers' certificate of cluster namespace/name expires.
+func SetCertificateExpiry(namespace, name string, at time.Time) {
+	certificateExpiry.WithLabelValues(namespace, name).Set(float64(at.Unix()))
+}
+
+// ForgetCluster drops the per-cluster series of namespace/name (the cluster is gone, or has
+// no certificate any more).
+func ForgetCluster(namespace, name string) {
+	certificateExpiry.DeleteLabelValues(namespace, name)
 }
 
 // Handler serves the registry in the Prometheus text format.

@@ -29,6 +29,9 @@ type AccountOptions struct {
 	MaxUserConnections int64
 	// RequireTLS refuses unencrypted connections.
 	RequireTLS bool
+	// RequireSubject, when set, accepts only TLS connections with a verified client
+	// certificate of this subject (REQUIRE SUBJECT); RequireTLS is then false.
+	RequireSubject string
 }
 
 // Scope is where privileges apply: a database (pattern) and a table, "*" for all.
@@ -278,18 +281,23 @@ func NativePasswordHash(password string) string {
 	return "*" + strings.ToUpper(hex.EncodeToString(second[:]))
 }
 
-func (o AccountOptions) clause() string {
-	req := "REQUIRE NONE"
-	if o.RequireTLS {
+// clause is the REQUIRE and WITH part of CREATE and ALTER USER, and its arguments.
+func (o AccountOptions) clause() (string, []any) {
+	req, args := "REQUIRE NONE", []any(nil)
+	switch {
+	case o.RequireSubject != "":
+		req, args = "REQUIRE SUBJECT ?", []any{o.RequireSubject}
+	case o.RequireTLS:
 		req = "REQUIRE SSL"
 	}
-	return fmt.Sprintf("%s WITH MAX_USER_CONNECTIONS %d", req, o.MaxUserConnections)
+	return fmt.Sprintf("%s WITH MAX_USER_CONNECTIONS %d", req, o.MaxUserConnections), args
 }
 
 // CreateAccount creates a with password and options.
 func (f Flavor) CreateAccount(a Account, password string, o AccountOptions) Statement {
 	clause, arg := f.identifiedBy(password)
-	return Statement{Query: "CREATE USER ?@? " + clause + " " + o.clause(), Args: []any{a.User, a.Host, arg}, Sensitive: true}
+	opts, optArgs := o.clause()
+	return Statement{Query: "CREATE USER ?@? " + clause + " " + opts, Args: append([]any{a.User, a.Host, arg}, optArgs...), Sensitive: true}
 }
 
 // SetPassword sets a's password.
@@ -300,7 +308,8 @@ func (f Flavor) SetPassword(a Account, password string) Statement {
 
 // AlterAccountOptions sets a's limits.
 func AlterAccountOptions(a Account, o AccountOptions) Statement {
-	return Statement{Query: "ALTER USER ?@? " + o.clause(), Args: []any{a.User, a.Host}}
+	opts, optArgs := o.clause()
+	return Statement{Query: "ALTER USER ?@? " + opts, Args: append([]any{a.User, a.Host}, optArgs...)}
 }
 
 // DropAccount drops a if it exists.
@@ -320,16 +329,20 @@ type AccountState struct {
 // Account returns a's state, or nil when the account does not exist.
 func (in *Instance) Account(ctx context.Context, a Account) (*AccountState, error) {
 	var st AccountState
-	var ssl string
-	err := in.DB.QueryRowContext(ctx, "SELECT max_user_connections, ssl_type FROM mysql.user WHERE User = ? AND Host = ?", a.User, a.Host).
-		Scan(&st.Options.MaxUserConnections, &ssl)
+	var ssl, subject string
+	err := in.DB.QueryRowContext(ctx, "SELECT max_user_connections, ssl_type, CONVERT(x509_subject USING utf8mb4) FROM mysql.user WHERE User = ? AND Host = ?", a.User, a.Host).
+		Scan(&st.Options.MaxUserConnections, &ssl, &subject)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read account %s: %w", a, err)
 	}
-	st.Options.RequireTLS = ssl != ""
+	if ssl == "SPECIFIED" && subject != "" {
+		st.Options.RequireSubject = subject
+	} else {
+		st.Options.RequireTLS = ssl != ""
+	}
 	rows, err := in.DB.QueryContext(ctx, "SHOW GRANTS FOR ?@?", a.User, a.Host)
 	if err != nil {
 		return nil, fmt.Errorf("show grants for %s: %w", a, err)

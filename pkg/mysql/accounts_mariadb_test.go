@@ -92,6 +92,13 @@ func TestAccountsOnMariaDB(t *testing.T) {
 	if st, _ := admin.Account(ctx, a); !st.Options.RequireTLS || st.Options.MaxUserConnections != 0 {
 		t.Errorf("options after alter %+v", st.Options)
 	}
+	subject := mysql.AccountOptions{RequireSubject: "/CN=app/O=it's"}
+	if err := admin.Exec(ctx, mysql.AlterAccountOptions(a, subject)); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := admin.Account(ctx, a); st.Options != subject {
+		t.Errorf("options after requiring a subject %+v, want %+v", st.Options, subject)
+	}
 	if err := admin.Exec(ctx, mysql.AlterAccountOptions(a, mysql.AccountOptions{})); err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +159,8 @@ func TestSchemasOnMariaDB(t *testing.T) {
 // neither files, the accounts, the server's configuration nor other sessions. Fencing relies
 // on the first; the rest are the ways such an account became superuser before.
 func TestWidestMySQLUserCannotEscapeOnMariaDB(t *testing.T) {
-	cnf := configmap.Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = v1alpha1.FlavorMariaDB }))
+	// Without TLS: these servers have no certificate (TestTLSOnMariaDB serves one).
+	cnf := configmap.Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.Flavor = v1alpha1.FlavorMariaDB; c.Spec.TLS.Disabled = true }))
 	s := mariadb.Start(t, 1, mariadb.Options{MyCnf: cnf})[0]
 	ctx := context.Background()
 	admin := s.Admin()

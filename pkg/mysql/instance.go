@@ -2,6 +2,7 @@ package mysql
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -22,6 +23,8 @@ type ConnConfig struct {
 	Password string
 	// Timeout bounds connecting, reading and writing.
 	Timeout time.Duration
+	// TLS, when set, encrypts the connection and says whom the server must prove to be.
+	TLS *tls.Config
 }
 
 // Open returns a connection pool to one instance. It does not connect yet.
@@ -37,6 +40,7 @@ func Open(c ConnConfig) (*sql.DB, error) {
 		t = 5 * time.Second
 	}
 	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = t, t, t
+	cfg.TLS = c.TLS
 	// Client-side interpolation, so statements the server cannot prepare still take arguments.
 	cfg.InterpolateParams = true
 	cfg.ParseTime = true
@@ -118,6 +122,8 @@ type ReplicaStatus struct {
 	Retrieved GTIDSet
 	// LagSeconds is Seconds_Behind_Source; nil while the SQL thread does not run.
 	LagSeconds *int64
+	// TLS is whether the replica connects over TLS and verifies the source's certificate.
+	TLS bool
 }
 
 // Status is what the clustering manager needs to know about one instance.
@@ -240,6 +246,7 @@ func (in *Instance) replicaStatus(ctx context.Context) (*ReplicaStatus, error) {
 		SQLRunning:   get("Replica_SQL_Running", "Slave_SQL_Running") == "Yes",
 		LastIOError:  get("Last_IO_Error"),
 		LastSQLError: get("Last_SQL_Error"),
+		TLS:          get("Source_SSL_Allowed", "Master_SSL_Allowed") == "Yes" && get("Source_SSL_Verify_Server_Cert", "Master_SSL_Verify_Server_Cert") == "Yes",
 	}
 	rs.SourcePort, _ = strconv.Atoi(get("Source_Port", "Master_Port"))
 	if lag, err := strconv.ParseInt(get("Seconds_Behind_Source", "Seconds_Behind_Master"), 10, 64); err == nil {

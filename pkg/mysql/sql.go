@@ -42,6 +42,9 @@ type Source struct {
 	Password string
 	// ConnectRetry is the seconds between reconnection attempts of the IO thread.
 	ConnectRetry int
+	// TLSCAFile, when set, is the path (on the replica) of the CA bundle the source's
+	// certificate must verify under, for Host: replication then runs over TLS only.
+	TLSCAFile string
 }
 
 // ChangeSource points a stopped replica at src with GTID auto-positioning. On MariaDB it uses
@@ -53,19 +56,34 @@ func (f Flavor) ChangeSource(src Source) Statement {
 	if retry <= 0 {
 		retry = 5
 	}
+	// CHANGE keeps every option it does not name: the TLS options are always named, so a
+	// source without TLS never inherits an earlier source's.
+	ssl := 0
+	if src.TLSCAFile != "" {
+		ssl = 1
+	}
+	p := f.pick("SOURCE_", "MASTER_")
+	tls := fmt.Sprintf(", %[1]sSSL = %[2]d, %[1]sSSL_CA = ?, %[1]sSSL_VERIFY_SERVER_CERT = %[2]d", p, ssl)
+	args := []any{src.Host, src.Port, src.User, src.Password, retry, src.TLSCAFile}
 	if f == MariaDB {
 		return Statement{
 			Query: "CHANGE MASTER TO MASTER_HOST = ?, MASTER_PORT = ?, MASTER_USER = ?, MASTER_PASSWORD = ?, " +
-				"MASTER_USE_GTID = current_pos, MASTER_CONNECT_RETRY = ?",
-			Args: []any{src.Host, src.Port, src.User, src.Password, retry}, Sensitive: true,
+				"MASTER_USE_GTID = current_pos, MASTER_CONNECT_RETRY = ?" + tls,
+			Args: args, Sensitive: true,
 		}
 	}
+	// GET_SOURCE_PUBLIC_KEY matters only without TLS: caching_sha2_password then fetches the
+	// source's RSA key to send the password.
 	return Statement{
 		Query: "CHANGE REPLICATION SOURCE TO SOURCE_HOST = ?, SOURCE_PORT = ?, SOURCE_USER = ?, SOURCE_PASSWORD = ?, " +
-			"SOURCE_AUTO_POSITION = 1, GET_SOURCE_PUBLIC_KEY = 1, SOURCE_CONNECT_RETRY = ?",
-		Args: []any{src.Host, src.Port, src.User, src.Password, retry}, Sensitive: true,
+			"SOURCE_AUTO_POSITION = 1, GET_SOURCE_PUBLIC_KEY = 1, SOURCE_CONNECT_RETRY = ?" + tls,
+		Args: args, Sensitive: true,
 	}
 }
+
+// ReloadTLS makes the server read its certificate, key and CA files again, for new
+// connections; established ones keep their session.
+func (f Flavor) ReloadTLS() string { return f.pick("ALTER INSTANCE RELOAD TLS", "FLUSH SSL") }
 
 func (f Flavor) pick(mysql, mariadb string) string {
 	if f == MariaDB {

@@ -36,8 +36,28 @@ func TestChangeSourceKeepsPasswordOutOfTheQuery(t *testing.T) {
 		if !strings.Contains(s.Query, want) {
 			t.Errorf("%s: %q lacks %q", f, s.Query, want)
 		}
-		if strings.Contains(s.Query, src.Password) || len(s.Args) != 5 || s.Args[3] != src.Password || !s.Sensitive {
+		if strings.Contains(s.Query, src.Password) || len(s.Args) != 6 || s.Args[3] != src.Password || !s.Sensitive {
 			t.Errorf("%s: the password must be an argument: %q %v", f, s.Query, len(s.Args))
+		}
+	}
+}
+
+// A source without TLS names the TLS options too: CHANGE keeps what it does not name, so a
+// replica repointed from a TLS source to a plain one would otherwise still insist on TLS.
+func TestChangeSourceNamesTheTLSOptionsBothWays(t *testing.T) {
+	for _, tc := range []struct {
+		f          Flavor
+		caFile     string
+		want, args string
+	}{
+		{MariaDB, "", "MASTER_SSL = 0, MASTER_SSL_CA = ?, MASTER_SSL_VERIFY_SERVER_CERT = 0", ""},
+		{MariaDB, "/etc/tls/ca.crt", "MASTER_SSL = 1, MASTER_SSL_CA = ?, MASTER_SSL_VERIFY_SERVER_CERT = 1", "/etc/tls/ca.crt"},
+		{MySQL, "", "SOURCE_SSL = 0, SOURCE_SSL_CA = ?, SOURCE_SSL_VERIFY_SERVER_CERT = 0", ""},
+		{MySQL, "/etc/tls/ca.crt", "SOURCE_SSL = 1, SOURCE_SSL_CA = ?, SOURCE_SSL_VERIFY_SERVER_CERT = 1", "/etc/tls/ca.crt"},
+	} {
+		s := tc.f.ChangeSource(Source{Host: "h", Port: 1, TLSCAFile: tc.caFile})
+		if !strings.HasSuffix(s.Query, tc.want) || s.Args[len(s.Args)-1] != tc.args {
+			t.Errorf("%s with CA %q: %q %v, want it to end with %q and the CA argument", tc.f, tc.caFile, s.Query, s.Args, tc.want)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -74,6 +75,10 @@ func RunWithConfig(ctx context.Context, o *options.Options, cfg *rest.Config) er
 	if err != nil {
 		return fmt.Errorf("build mysqlop client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("build dynamic client: %w", err)
+	}
 
 	var ready atomic.Bool
 	if err := serve(ctx, o.HealthAddr, healthMux(&ready)); err != nil {
@@ -84,7 +89,7 @@ func RunWithConfig(ctx context.Context, o *options.Options, cfg *rest.Config) er
 	}
 
 	if !o.LeaderElect {
-		return runControllers(ctx, o, kube, mysql, &ready)
+		return runControllers(ctx, o, kube, mysql, dyn, &ready)
 	}
 	identity := o.LeaderElectIdentity
 	if identity == "" {
@@ -113,7 +118,7 @@ func RunWithConfig(ctx context.Context, o *options.Options, cfg *rest.Config) er
 				logger.Info("Became the leader", "identity", identity)
 				ready.Store(false)
 				close(started)
-				done <- runControllers(ctx, o, kube, mysql, &ready)
+				done <- runControllers(ctx, o, kube, mysql, dyn, &ready)
 			},
 			OnStoppedLeading: func() { logger.Info("Stopped leading", "identity", identity) },
 			OnNewLeader: func(id string) {
@@ -142,7 +147,7 @@ func RunWithConfig(ctx context.Context, o *options.Options, cfg *rest.Config) er
 
 // runControllers builds the informer factories and every controller, starts the factories
 // once all controllers registered their informers, and runs the controllers until ctx is done.
-func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Interface, mysql versioned.Interface, ready *atomic.Bool) error {
+func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Interface, mysql versioned.Interface, dyn dynamic.Interface, ready *atomic.Bool) error {
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartStructuredLogging(4)
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
@@ -160,6 +165,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		Clustering:         o.Clustering,
 		ClusteringInterval: o.ClusteringInterval,
 		NetworkPolicy:      netpol,
+		Dynamic:            dyn,
 	}
 	cfg.Resolve = resolver(o.MemberAddress)
 	agentAddress := resolver(o.AgentAddress)

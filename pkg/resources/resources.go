@@ -48,6 +48,9 @@ const (
 	SecretKeyAgentTLSKey  = "agent-tls.key"
 )
 
+// Keys of the TLS Secrets: corev1.TLSCertKey and corev1.TLSPrivateKeyKey, and the CA bundle.
+const SecretKeyCA = "ca.crt"
+
 // Names of a cluster's children.
 
 // StatefulSetName is the name of the cluster's StatefulSet (and the prefix of its pods).
@@ -67,6 +70,30 @@ func ConfigMapName(c *v1alpha1.MySQLCluster) string { return c.Name + "-config" 
 
 // CredentialsSecretName holds the internal credentials.
 func CredentialsSecretName(c *v1alpha1.MySQLCluster) string { return c.Name + "-credentials" }
+
+// TLSSecretName is the name of the Secret with the servers' certificate, its key and the CA
+// bundle (tls.crt, tls.key, ca.crt), which every member mounts.
+func TLSSecretName(c *v1alpha1.MySQLCluster) string { return c.Name + "-tls" }
+
+// CAKeySecretName is the name of the Secret with the CA the operator issues the servers'
+// certificate from (tls.crt, tls.key), when neither the user nor cert-manager provides one.
+func CAKeySecretName(c *v1alpha1.MySQLCluster) string { return c.Name + "-ca-key" }
+
+// CASecretName is the name of the Secret with the CA bundle (ca.crt) applications verify the
+// servers with. It holds no private key.
+func CASecretName(c *v1alpha1.MySQLCluster) string { return c.Name + "-ca" }
+
+// TLSServerNames are the DNS names the servers' certificate holds: every member under the
+// headless Service (a wildcard, so scaling needs no new certificate) and the primary and
+// replicas Services, each in its short and qualified forms.
+func TLSServerNames(c *v1alpha1.MySQLCluster) []string {
+	var names []string
+	for _, svc := range []string{PrimaryServiceName(c), ReplicasServiceName(c), HeadlessServiceName(c)} {
+		names = append(names, svc, svc+"."+c.Namespace, svc+"."+c.Namespace+".svc", svc+"."+c.Namespace+".svc.cluster.local")
+	}
+	base := HeadlessServiceName(c) + "." + c.Namespace
+	return append(names, "*."+base, "*."+base+".svc", "*."+base+".svc.cluster.local")
+}
 
 // PDBName is the PodDisruptionBudget.
 func PDBName(c *v1alpha1.MySQLCluster) string { return c.Name }

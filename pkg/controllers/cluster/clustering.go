@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources/certs"
+	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
 )
 
 // runnerConfig is everything a clustering runner needs; the controller hands it a new one
@@ -40,11 +43,16 @@ type runnerConfig struct {
 	epoch    int64
 	replaced []int
 	reseed   clustering.ReseedPolicy
+	// caPEM is the CA bundle members serving TLS are verified with; serverNames are the names
+	// their certificates must hold, by index ("" for a member without TLS).
+	caPEM       []byte
+	serverNames []string
 }
 
 func (a runnerConfig) sameServers(b runnerConfig) bool {
 	return a.flavor == b.flavor && a.semiSync == b.semiSync && slices.Equal(a.endpoints, b.endpoints) &&
-		a.operatorPass == b.operatorPass && a.replPass == b.replPass
+		a.operatorPass == b.operatorPass && a.replPass == b.replPass &&
+		bytes.Equal(a.caPEM, b.caPEM) && slices.Equal(a.serverNames, b.serverNames)
 }
 
 // runner drives one cluster's clustering manager on its own goroutine, so that slow or
@@ -279,9 +287,20 @@ func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.
 		Flavor: cfg.flavor, Endpoints: cfg.endpoints, ReplUser: mysql.ReplicationUser, ReplPassword: cfg.replPass,
 		SemiSync: cfg.semiSync, ProtectedUsers: []string{mysql.OperatorUser}, ApplyTimeout: time.Minute, Agents: agents,
 	}
+	if cfg.caPEM != nil {
+		op.TLSCAFile = configmap.TLSCAFile
+	}
 	var dbs []*sql.DB
-	for _, e := range cfg.endpoints {
-		db, err := mysql.Open(mysql.ConnConfig{Addr: fmt.Sprintf("%s:%d", e.Host, e.Port), User: mysql.OperatorUser, Password: cfg.operatorPass, Timeout: clustering.ConnTimeout})
+	for i, e := range cfg.endpoints {
+		conn := mysql.ConnConfig{Addr: fmt.Sprintf("%s:%d", e.Host, e.Port), User: mysql.OperatorUser, Password: cfg.operatorPass, Timeout: clustering.ConnTimeout}
+		var err error
+		if e.TLS {
+			conn.TLS, err = certs.ClientTLS(cfg.caPEM, cfg.serverNames[i])
+		}
+		var db *sql.DB
+		if err == nil {
+			db, err = mysql.Open(conn)
+		}
 		if err != nil {
 			for _, d := range dbs {
 				d.Close()

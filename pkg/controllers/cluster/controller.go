@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -71,6 +72,8 @@ type Config struct {
 	// NetworkPolicy, when set, gives every cluster a NetworkPolicy (pkg/resources/networkpolicy)
 	// letting only these operator pods and the cluster's members reach the agents.
 	NetworkPolicy *networkpolicy.Operator
+	// Dynamic creates cert-manager Certificates (spec.tls.certManager); nil refuses that mode.
+	Dynamic dynamic.Interface
 }
 
 // Controller reconciles MySQLClusters.
@@ -95,6 +98,8 @@ type Controller struct {
 	cfg      Config
 	// rand is the source of generated passwords: crypto/rand outside tests.
 	rand io.Reader
+	// now is the clock certificates are issued and renewed by: time.Now outside tests.
+	now func() time.Time
 	// dial makes clients of the members' agents.
 	dial agents.Dialer
 	// clusterings drive each cluster's clustering manager.
@@ -161,6 +166,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		recorder:     recorder,
 		cfg:          cfg,
 		rand:         rand.Reader,
+		now:          time.Now,
 	}
 	c.clusterings = &runners{c: c}
 	c.dial = agents.TLSDialer(c.secrets, cfg.AgentResolve)

@@ -161,6 +161,12 @@ func (f *fixture) settle() {
 				return false, nil
 			}
 		}
+		secs, _ := f.kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelManagedBy})
+		for i := range secs.Items {
+			if cs, err := f.ctrl.secrets.Secrets(ns).Get(secs.Items[i].Name); !same(&secs.Items[i], cs, err) {
+				return false, nil
+			}
+		}
 		svcs, _ := f.kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{LabelSelector: v1alpha1.LabelManagedBy})
 		for i := range svcs.Items {
 			if cs, err := f.ctrl.services.Services(ns).Get(svcs.Items[i].Name); !same(&svcs.Items[i], cs, err) {
@@ -361,6 +367,7 @@ func TestCreatesEveryChildWithControllerRef(t *testing.T) {
 	want := map[string]bool{
 		"secrets/db-credentials": false, "configmaps/db-config": false, "services/db-headless": false,
 		"services/db-primary": false, "services/db-replicas": false, "poddisruptionbudgets/db": false, "statefulsets/db": false,
+		"secrets/db-ca-key": false, "secrets/db-tls": false, "secrets/db-ca": false,
 	}
 	for _, a := range f.kube.Actions() {
 		create, ok := a.(core.CreateAction)

@@ -243,6 +243,8 @@ type observed struct {
 	Archive *archiveView
 	// Backups are the cluster's Complete backups.
 	Backups []*v1alpha1.MySQLBackup
+	// TLS is the state of the cluster's certificates (zero while TLS is off).
+	TLS tlsView
 }
 
 // computeStatus returns the cluster's new status from what was observed. Conditions keep their
@@ -267,7 +269,8 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	for _, p := range members {
 		ord := resources.Ordinal(setName, p.Name)
 		ready := podReady(p)
-		in := v1alpha1.InstanceStatus{Name: p.Name, Role: p.Labels[v1alpha1.LabelRole], Version: p.Annotations[v1alpha1.AnnotationVersion]}
+		in := v1alpha1.InstanceStatus{Name: p.Name, Role: p.Labels[v1alpha1.LabelRole], Version: p.Annotations[v1alpha1.AnnotationVersion],
+			TLS: servesTLS(p)}
 		if dec != nil {
 			in.Role = roleOf(dec, ord)
 			ready = ready && in.Role != ""
@@ -383,7 +386,20 @@ func computeStatus(prev v1alpha1.MySQLClusterStatus, o observed) v1alpha1.MySQLC
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionArchiving)
 	}
+	st.TLS = o.TLS.status
+	if cond := tlsCondition(o.TLS, gen); cond != nil {
+		set(cond.Type, cond.Status, cond.Reason, cond.Message)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionCertificatesReady)
+	}
 	return st
+}
+
+// servesTLS reports whether pod's server serves TLS: it was started from a template with TLS
+// on (pods are only patched in place to a template that needs no restart, so the annotation
+// never runs ahead of the server).
+func servesTLS(pod *corev1.Pod) bool {
+	return pod != nil && pod.Annotations[v1alpha1.AnnotationTLS] == "true"
 }
 
 // invalidStatus is the status of a cluster whose spec failed validation: only the Accepted

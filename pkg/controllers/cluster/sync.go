@@ -24,6 +24,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
@@ -43,6 +44,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("Cluster no longer exists")
 		c.clusterings.stop(key)
+		metrics.ForgetCluster(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -51,6 +53,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	if cached.DeletionTimestamp != nil {
 		// Children carry owner references; the garbage collector removes them.
 		c.clusterings.stop(key)
+		metrics.ForgetCluster(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
 
@@ -108,7 +111,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	var view *clusteringView
 	if c.cfg.Clustering && !children.blocked {
 		var err error
-		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, prev, pods, plan, f)
+		view, plan, err = c.syncClustering(ctx, key, latest, cluster, desiredMembers, prev, pods, plan, f, children.tls.caPEM)
 		syncErr = errors.Join(syncErr, err)
 	}
 	if !children.blocked {
@@ -121,12 +124,19 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		Cluster: cluster, Pods: pods, Plan: plan, Conflicts: children.conflicts, ChildError: childError, MissingSecret: missing,
 		Refused: vd.Refused, RequestedVersion: requested, OperatorVersion: c.cfg.OperatorVersion,
 		Clustering: view, Fence: f.Reason, Archive: c.archiveView(key), Backups: c.completeBackups(cluster),
+		TLS: children.tls,
 	})
+	if t := st.TLS; t != nil && t.ServerNotAfter != nil {
+		metrics.SetCertificateExpiry(cluster.Namespace, cluster.Name, t.ServerNotAfter.Time)
+	} else {
+		metrics.ForgetCluster(cluster.Namespace, cluster.Name)
+	}
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
 	}
-	return ctrl.Result{}, syncErr
+	// A renewal is due, or a source that is not watched may have appeared.
+	return ctrl.Result{RequeueAfter: children.tls.recheck}, syncErr
 }
 
 // refusedChildren returns the text of the errors in err that a retry cannot fix: the API server
@@ -184,10 +194,12 @@ type childrenResult struct {
 	current *appsv1.StatefulSet
 	// conflicts names the children left alone because someone else controls them.
 	conflicts []string
-	// blocked is set when the StatefulSet or the credentials Secret is one of them: the pods
+	// blocked is set when the StatefulSet or a Secret the pods mount is one of them: the pods
 	// are not ours, or would run with credentials the operator did not choose. Nothing acts
 	// on the members then.
 	blocked bool
+	// tls is the state of the certificates.
+	tls tlsView
 }
 
 // syncChildren brings every child to the desired state and returns the joined transient errors.
@@ -201,7 +213,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		case err == nil:
 		case errors.As(err, &ce):
 			res.conflicts = append(res.conflicts, ce.kind+" "+ce.name)
-			// The only Secret here is the credentials one.
+			// Every Secret here is mounted by the pods or trusted by clients.
 			res.blocked = res.blocked || ce.kind == "StatefulSet" || ce.kind == "Secret"
 		default:
 			errs = append(errs, err)
@@ -218,6 +230,10 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		return res, fmt.Errorf("build credentials secret: %w", err)
 	}
 	_, err = ensure(ctx, c, cluster, c.secretOps(cluster), sec)
+	record(err)
+
+	// Before the StatefulSet: the pods mount the servers' certificate.
+	res.tls, err = c.syncTLS(ctx, cluster, opVersion)
 	record(err)
 
 	cm := configmap.New(cluster, opVersion, holdsData(c.configMaps, cluster))
@@ -278,7 +294,10 @@ func holdsData(configMaps corelisters.ConfigMapLister, cluster *v1alpha1.MySQLCl
 // moves role labels to the runner's latest decision, asks for a switchover when one is requested, when a
 // scale-down would remove the primary, or when the rollout would restart the primary (holding
 // that restart until the primary moved), and clears a switchover request once it is done.
-func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, prev *clustering.Decision, pods []*corev1.Pod, plan podPlan, f fence) (*clusteringView, podPlan, error) {
+//
+// Members whose pods serve TLS (and only while the CA bundle caPEM is known) are connected to,
+// and replicate between each other, over TLS that verifies their certificate.
+func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, latest, cluster *v1alpha1.MySQLCluster, desiredMembers int32, prev *clustering.Decision, pods []*corev1.Pod, plan podPlan, f fence, caPEM []byte) (*clusteringView, podPlan, error) {
 	sec, err := secret.Get(c.secrets, cluster)
 	if err != nil {
 		return nil, plan, nil // created in this round; the next one starts clustering
@@ -301,11 +320,22 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 			cfg.replaced = append(cfg.replaced, i)
 		}
 	}
+	byName := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
 	for i := range int(cluster.Spec.Members) {
 		pod := fmt.Sprintf("%s-%d", setName, i)
 		host, port := c.cfg.Resolve(cluster, pod)
+		tlsOn := caPEM != nil && servesTLS(byName[pod])
+		name := ""
+		if tlsOn {
+			cfg.caPEM = caPEM
+			name, _ = resources.DNSResolver(cluster, pod)
+		}
 		cfg.pods = append(cfg.pods, pod)
-		cfg.endpoints = append(cfg.endpoints, clustering.Endpoint{Host: host, Port: port})
+		cfg.endpoints = append(cfg.endpoints, clustering.Endpoint{Host: host, Port: port, TLS: tlsOn})
+		cfg.serverNames = append(cfg.serverNames, name)
 	}
 	requested := latest.Annotations[v1alpha1.AnnotationSwitchoverTo]
 	target, hold := switchoverTarget(requested, setName, desiredMembers, plan, prev)
@@ -444,12 +474,13 @@ func (c *Controller) writeStatus(ctx context.Context, cluster *v1alpha1.MySQLClu
 // eventTransitions emits events for condition changes, once per change rather than per sync.
 func (c *Controller) eventTransitions(cluster *v1alpha1.MySQLCluster, st v1alpha1.MySQLClusterStatus) {
 	old := cluster.Status
-	// A condition turning False is a Warning, but for waiting for the first archive report.
-	for _, t := range []string{v1alpha1.ConditionAccepted, v1alpha1.ConditionSynced, v1alpha1.ConditionArchiving} {
+	// A condition turning False is a Warning, but for waiting for the first archive report or
+	// for cert-manager's first certificate.
+	for _, t := range []string{v1alpha1.ConditionAccepted, v1alpha1.ConditionSynced, v1alpha1.ConditionArchiving, v1alpha1.ConditionCertificatesReady} {
 		if !conditionChanged(old.Conditions, st.Conditions, t) {
 			continue
 		}
-		if cond := meta.FindStatusCondition(st.Conditions, t); cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != v1alpha1.ReasonArchivePending {
+		if cond := meta.FindStatusCondition(st.Conditions, t); cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason != v1alpha1.ReasonArchivePending && cond.Reason != v1alpha1.ReasonCertificatePending {
 			conditionEvent(cond.Reason).Record(c.recorder, cluster, cond.Message)
 		}
 	}
@@ -495,6 +526,12 @@ func conditionEvent(reason string) events.Event {
 		return events.ArchiveGap
 	case v1alpha1.ReasonArchiveLagging:
 		return events.ArchiveLagging
+	case v1alpha1.ReasonCertificateExpiring:
+		return events.CertificateExpiring
+	case v1alpha1.ReasonCASecretInvalid:
+		return events.CASecretInvalid
+	case v1alpha1.ReasonCertManagerMissing:
+		return events.CertManagerMissing
 	}
 	return events.SyncFailed
 }

@@ -2,8 +2,10 @@ package sqlobject
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/certs"
 	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
 )
 
@@ -86,9 +89,13 @@ func (c *Connector) Primary(ctx context.Context, namespace, name string) (*mysql
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
+	tlsConfig, err := c.tls(cl)
+	if err != nil {
+		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotReady, Message: fmt.Sprintf("MySQLCluster %s: %v", name, err)}
+	}
 	db, err := mysql.Open(mysql.ConnConfig{
 		Addr: host + ":" + strconv.Itoa(port), User: mysql.OperatorUser,
-		Password: string(sec.Data[resources.SecretKeyOperatorPassword]), Timeout: timeout,
+		Password: string(sec.Data[resources.SecretKeyOperatorPassword]), Timeout: timeout, TLS: tlsConfig,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to primary %s of cluster %s: %w", cl.Status.Primary, name, err)
@@ -109,6 +116,21 @@ func (c *Connector) Primary(ctx context.Context, namespace, name string) (*mysql
 		return nil, &NotReadyError{Reason: v1alpha1.ReasonClusterNotReady, Message: fmt.Sprintf("member %s of MySQLCluster %s is read-only: the primary is moving", cl.Status.Primary, name)}
 	}
 	return in, nil
+}
+
+// tls is the TLS configuration for cl's primary: nil while the primary does not serve TLS
+// (status.instances says), else one that verifies its certificate under the cluster's CA.
+func (c *Connector) tls(cl *v1alpha1.MySQLCluster) (*tls.Config, error) {
+	i := slices.IndexFunc(cl.Status.Instances, func(in v1alpha1.InstanceStatus) bool { return in.Name == cl.Status.Primary })
+	if i < 0 || !cl.Status.Instances[i].TLS {
+		return nil, nil
+	}
+	s, err := c.Secrets.Secrets(cl.Namespace).Get(resources.TLSSecretName(cl))
+	if err != nil {
+		return nil, fmt.Errorf("the primary serves TLS but its CA is not readable: %w", err)
+	}
+	host, _ := resources.DNSResolver(cl, cl.Status.Primary)
+	return certs.ClientTLS(s.Data[resources.SecretKeyCA], host)
 }
 
 // IsNotReady returns the NotReadyError in err, if any.

@@ -31,7 +31,8 @@ type change struct {
 // account does not exist; rotate says the password Secret changed since it was last set.
 func plan(flavor mysql.Flavor, spec *v1alpha1.MySQLUserSpec, password string, state *mysql.AccountState, rotate bool) (change, error) {
 	a := mysql.Account{User: spec.User, Host: spec.Host}
-	opts := mysql.AccountOptions{MaxUserConnections: spec.MaxUserConnections, RequireTLS: spec.RequireTLS}
+	// A subject implies TLS: the server records one requirement, so the options do too.
+	opts := mysql.AccountOptions{MaxUserConnections: spec.MaxUserConnections, RequireTLS: spec.RequireTLS && spec.RequireSubject == "", RequireSubject: spec.RequireSubject}
 	want, err := desiredGrants(spec)
 	if err != nil {
 		return change{}, err

@@ -42,12 +42,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.BinlogArchiveStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("BootstrapSpec"):
 		return &mysqlopv1alpha1.BootstrapSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("CertManagerTLS"):
+		return &mysqlopv1alpha1.CertManagerTLSApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("ClusterReference"):
 		return &mysqlopv1alpha1.ClusterReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("Grant"):
 		return &mysqlopv1alpha1.GrantApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("InstanceStatus"):
 		return &mysqlopv1alpha1.InstanceStatusApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("IssuerReference"):
+		return &mysqlopv1alpha1.IssuerReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("LocalReference"):
 		return &mysqlopv1alpha1.LocalReferenceApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("MySQLBackup"):
@@ -96,6 +100,10 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &mysqlopv1alpha1.S3StorageApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("SecretKeyRef"):
 		return &mysqlopv1alpha1.SecretKeyRefApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TLSSpec"):
+		return &mysqlopv1alpha1.TLSSpecApplyConfiguration{}
+	case v1alpha1.SchemeGroupVersion.WithKind("TLSStatus"):
+		return &mysqlopv1alpha1.TLSStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("VerificationStatus"):
 		return &mysqlopv1alpha1.VerificationStatusApplyConfiguration{}
 

@@ -36,6 +36,15 @@ const (
 	// (LOAD DATA INFILE, SELECT ... INTO OUTFILE, LOAD_FILE) may reach: in the server
 	// container it is a volume no other container mounts.
 	ServerTmpDir = "/tmp"
+	// TLSDir is where the server container mounts the cluster's TLS Secret.
+	TLSDir = "/etc/mysqlop/tls"
+)
+
+// TLS files under TLSDir: the keys of the TLS Secret.
+const (
+	TLSCertFile = TLSDir + "/tls.crt"
+	TLSKeyFile  = TLSDir + "/tls.key"
+	TLSCAFile   = TLSDir + "/ca.crt"
 )
 
 // defaults are operator choices the user may override through spec.config.
@@ -91,6 +100,20 @@ func owned(flavor v1alpha1.Flavor) [][2]string {
 	)
 }
 
+// tlsSettings serve TLS with the mounted Secret's files, which the agent makes the server read
+// again when they change (FLUSH SSL / ALTER INSTANCE RELOAD TLS). Without TLS the user's
+// spec.config may set the ssl_ options itself.
+func tlsSettings(t v1alpha1.TLSSpec) [][2]string {
+	if t.Disabled {
+		return nil
+	}
+	out := [][2]string{{"ssl_ca", TLSCAFile}, {"ssl_cert", TLSCertFile}, {"ssl_key", TLSKeyFile}}
+	if t.RequireSecureTransport {
+		out = append(out, [2]string{"require_secure_transport", "ON"})
+	}
+	return out
+}
+
 // Render returns my.cnf for c. The output is deterministic: same spec, same bytes.
 func Render(c *v1alpha1.MySQLCluster) string {
 	settings := map[string]string{}
@@ -101,7 +124,7 @@ func Render(c *v1alpha1.MySQLCluster) string {
 		settings[v1alpha1.NormalizeConfigKey(k)] = string(v)
 	}
 	// Later entries win, so owned settings are applied last.
-	for _, kv := range owned(c.Spec.Flavor) {
+	for _, kv := range append(owned(c.Spec.Flavor), tlsSettings(c.Spec.TLS)...) {
 		settings[kv[0]] = kv[1]
 	}
 	var b strings.Builder

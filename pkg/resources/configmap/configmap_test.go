@@ -48,6 +48,27 @@ func TestRenderFlavors(t *testing.T) {
 	}
 }
 
+func TestRenderTLS(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tls  v1alpha1.TLSSpec
+		want map[string]string
+	}{
+		{"default", v1alpha1.TLSSpec{}, map[string]string{"ssl_cert": TLSCertFile, "ssl_key": TLSKeyFile, "ssl_ca": TLSCAFile, "require_secure_transport": ""}},
+		{"required", v1alpha1.TLSSpec{RequireSecureTransport: true}, map[string]string{"ssl_cert": TLSCertFile, "require_secure_transport": "ON"}},
+		{"disabled", v1alpha1.TLSSpec{Disabled: true}, map[string]string{"ssl_cert": "", "ssl_key": "", "ssl_ca": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := lines(Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.TLS = tc.tls })))
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}
+
 func TestRenderUserConfigOverridesDefaultsNotOwned(t *testing.T) {
 	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
 		// read-only would be refused by validation; Render must still never let it through.

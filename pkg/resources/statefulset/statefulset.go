@@ -39,6 +39,7 @@ const (
 	VolumeServerTmp   = "server-tmp"
 	VolumeAgentBin    = "agent-bin"
 	VolumeCredentials = "credentials"
+	VolumeTLS         = "tls"
 
 	MountData        = "/var/lib/mysql"
 	MountConfig      = "/etc/mysqlop/config"
@@ -154,6 +155,9 @@ func podTemplate(c *v1alpha1.MySQLCluster, p Params) corev1.PodTemplateSpec {
 	}
 	annotations[v1alpha1.AnnotationConfigHash] = p.ConfigHash
 	annotations[v1alpha1.AnnotationVersion] = c.Spec.Version
+	if !c.Spec.TLS.Disabled {
+		annotations[v1alpha1.AnnotationTLS] = "true"
+	}
 
 	affinity := c.Spec.Affinity.DeepCopy()
 	if affinity == nil {
@@ -272,6 +276,15 @@ func runningServerMounts() []corev1.VolumeMount {
 	}
 }
 
+// tlsMounts mount the cluster's TLS Secret where my.cnf names its files: in the server, which
+// serves them, and in the agent, which makes the server read them again when they change.
+func tlsMounts(c *v1alpha1.MySQLCluster) []corev1.VolumeMount {
+	if c.Spec.TLS.Disabled {
+		return nil
+	}
+	return []corev1.VolumeMount{{Name: VolumeTLS, MountPath: configmap.TLSDir, ReadOnly: true}}
+}
+
 func credentialsMount() corev1.VolumeMount {
 	return corev1.VolumeMount{Name: VolumeCredentials, MountPath: MountCredentials, ReadOnly: true}
 }
@@ -284,7 +297,7 @@ func serverContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 		Command:      []string{ServerCommand(c.Spec.Flavor), "--defaults-file=" + MountConf + "/my.cnf"},
 		Ports:        []corev1.ContainerPort{{Name: resources.PortNameMySQL, ContainerPort: resources.PortMySQL, Protocol: corev1.ProtocolTCP}},
 		Resources:    *c.Spec.Resources.DeepCopy(),
-		VolumeMounts: runningServerMounts(),
+		VolumeMounts: append(runningServerMounts(), tlsMounts(c)...),
 		// Crash recovery of a large datadir can take long: allow an hour before liveness applies.
 		StartupProbe:    &corev1.Probe{ProbeHandler: tcp, PeriodSeconds: 10, FailureThreshold: 360},
 		LivenessProbe:   &corev1.Probe{ProbeHandler: tcp, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
@@ -297,20 +310,24 @@ func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 		// The kubelet does not verify the certificate of an HTTPS probe.
 		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(resources.PortNameAgent), Scheme: corev1.URISchemeHTTPS}}
 	}
+	cmd := []string{
+		AgentBinary, "serve",
+		"--flavor=" + string(c.Spec.Flavor),
+		fmt.Sprintf("--listen=:%d", resources.PortAgent),
+		fmt.Sprintf("--metrics-listen=:%d", resources.PortMetrics),
+		"--socket=" + configmap.SocketPath,
+		"--credentials-dir=" + MountCredentials,
+		"--toolbox-socket=" + ToolboxSocket,
+		"--tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert,
+		"--tls-key-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSKey,
+	}
+	if !c.Spec.TLS.Disabled {
+		cmd = append(cmd, "--server-tls-dir="+configmap.TLSDir)
+	}
 	return corev1.Container{
-		Name:  resources.ContainerAgent,
-		Image: p.AgentImage,
-		Command: []string{
-			AgentBinary, "serve",
-			"--flavor=" + string(c.Spec.Flavor),
-			fmt.Sprintf("--listen=:%d", resources.PortAgent),
-			fmt.Sprintf("--metrics-listen=:%d", resources.PortMetrics),
-			"--socket=" + configmap.SocketPath,
-			"--credentials-dir=" + MountCredentials,
-			"--toolbox-socket=" + ToolboxSocket,
-			"--tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert,
-			"--tls-key-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSKey,
-		},
+		Name:    resources.ContainerAgent,
+		Image:   p.AgentImage,
+		Command: cmd,
 		Env: podEnv(),
 		Ports: []corev1.ContainerPort{
 			{Name: resources.PortNameAgent, ContainerPort: resources.PortAgent, Protocol: corev1.ProtocolTCP},
@@ -320,7 +337,7 @@ func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")},
 		},
-		VolumeMounts: append(toolMounts(), credentialsMount()),
+		VolumeMounts: append(append(toolMounts(), credentialsMount()), tlsMounts(c)...),
 		// Readiness is the agent's verdict: mysqld answers and plays its role correctly.
 		ReadinessProbe:  &corev1.Probe{ProbeHandler: get("/readyz"), PeriodSeconds: 5, TimeoutSeconds: 3, FailureThreshold: 2},
 		LivenessProbe:   &corev1.Probe{ProbeHandler: get("/healthz"), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 3},
@@ -371,7 +388,7 @@ func volumes(c *v1alpha1.MySQLCluster) []corev1.Volume {
 	empty := func(name string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 	}
-	return []corev1.Volume{
+	vols := []corev1.Volume{
 		{Name: VolumeConfig, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: resources.ConfigMapName(c)},
 		}}},
@@ -380,4 +397,11 @@ func volumes(c *v1alpha1.MySQLCluster) []corev1.Volume {
 		}}},
 		empty(VolumeConf), empty(VolumeRun), empty(VolumeTmp), empty(VolumeServerTmp), empty(VolumeAgentBin),
 	}
+	if !c.Spec.TLS.Disabled {
+		// Group-readable only: the server (uid 999, fsGroup 999) reads the key.
+		vols = append(vols, corev1.Volume{Name: VolumeTLS, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: resources.TLSSecretName(c), DefaultMode: ptr.To[int32](0o440),
+		}}})
+	}
+	return vols
 }

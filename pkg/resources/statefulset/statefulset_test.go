@@ -11,6 +11,7 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
 	"github.com/mysqlop/mysql-operator/pkg/resources/testutil"
 )
 
@@ -69,10 +70,27 @@ func TestShape(t *testing.T) {
 		!slices.Contains(in.Command, "--peer-service=db-headless") {
 		t.Errorf("init command %v", in.Command)
 	}
+	// The toolbox runs the tools on the agent's paths; it needs neither secret volume.
 	for _, m := range agent.VolumeMounts {
-		if m.Name != VolumeCredentials && !slices.ContainsFunc(tb.VolumeMounts, func(o corev1.VolumeMount) bool { return o.Name == m.Name && o.MountPath == m.MountPath }) {
+		if m.Name != VolumeCredentials && m.Name != VolumeTLS && !slices.ContainsFunc(tb.VolumeMounts, func(o corev1.VolumeMount) bool { return o.Name == m.Name && o.MountPath == m.MountPath }) {
 			t.Errorf("the toolbox lacks the agent's mount %+v", m)
 		}
+	}
+	// TLS is on by default: the server and the agent mount the TLS Secret where my.cnf and
+	// the agent's flag name it, and the template says so.
+	server := container(t, spec, resources.ContainerMySQL)
+	for _, ctr := range []corev1.Container{server, agent} {
+		if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeTLS && m.MountPath == configmap.TLSDir && m.ReadOnly }) {
+			t.Errorf("%s does not mount the TLS Secret: %+v", ctr.Name, ctr.VolumeMounts)
+		}
+	}
+	if !slices.Contains(agent.Command, "--server-tls-dir="+configmap.TLSDir) || s.Spec.Template.Annotations[v1alpha1.AnnotationTLS] != "true" {
+		t.Errorf("agent command %v, template annotations %v", agent.Command, s.Spec.Template.Annotations)
+	}
+	if !slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == VolumeTLS && v.Secret != nil && v.Secret.SecretName == "db-tls" && *v.Secret.DefaultMode == 0o440
+	}) {
+		t.Errorf("no TLS volume of Secret db-tls: %+v", spec.Volumes)
 	}
 	if spec.SecurityContext.RunAsNonRoot == nil || !*spec.SecurityContext.RunAsNonRoot || *spec.SecurityContext.RunAsUser == 0 {
 		t.Error("pod must run as non-root")
@@ -210,3 +228,20 @@ func TestUserPodSettings(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestTLSDisabledMountsNothing(t *testing.T) {
+	c := testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) { c.Spec.TLS.Disabled = true })
+	s := New(c, params())
+	spec := &s.Spec.Template.Spec
+	for _, ctr := range spec.Containers {
+		if slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeTLS }) {
+			t.Errorf("%s mounts TLS with TLS disabled", ctr.Name)
+		}
+	}
+	if slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == VolumeTLS }) || s.Spec.Template.Annotations[v1alpha1.AnnotationTLS] != "" {
+		t.Error("a TLS volume or annotation with TLS disabled")
+	}
+	if slices.ContainsFunc(container(t, spec, resources.ContainerAgent).Command, func(a string) bool { return strings.HasPrefix(a, "--server-tls-dir") }) {
+		t.Error("the agent watches TLS files with TLS disabled")
+	}
+}

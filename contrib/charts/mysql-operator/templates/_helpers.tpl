@@ -67,6 +67,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [policy]
   resources: [poddisruptionbudgets]
   verbs: [get, list, watch, create, update, patch]
+# spec.tls.certManager: the Certificate cert-manager issues the servers' certificate from.
+- apiGroups: [cert-manager.io]
+  resources: [certificates]
+  verbs: [get, create, update]
 {{- if .Values.networkPolicy.enabled }}
 - apiGroups: [networking.k8s.io]
   resources: [networkpolicies]

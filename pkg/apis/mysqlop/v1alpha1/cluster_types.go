@@ -198,6 +198,60 @@ type MySQLClusterSpec struct {
 	// point-in-time recovery (MySQLRestore spec.target).
 	// +optional
 	BinlogArchive *BinlogArchiveSpec `json:"binlogArchive,omitempty"`
+	// TLS encrypts client, replication and operator connections to the servers. It is on
+	// unless disabled, with certificates the operator issues from a CA of its own.
+	// +optional
+	TLS TLSSpec `json:"tls,omitempty"`
+}
+
+// TLSSpec says where the servers' certificates come from. With neither caSecretRef nor
+// certManager, the operator keeps a CA of its own in the Secret <cluster>-ca-key.
+// +kubebuilder:validation:XValidation:rule="!(has(self.caSecretRef) && has(self.certManager))",message="caSecretRef and certManager are exclusive: name one source of certificates"
+// +kubebuilder:validation:XValidation:rule="!(has(self.disabled) && self.disabled) || !(has(self.caSecretRef) || has(self.certManager) || (has(self.requireSecureTransport) && self.requireSecureTransport))",message="disabled excludes caSecretRef, certManager and requireSecureTransport"
+// +kubebuilder:validation:XValidation:rule="!has(self.certificateDuration) || duration(self.certificateDuration) >= duration('1h')",message="certificateDuration must be at least 1h"
+type TLSSpec struct {
+	// Disabled serves and replicates without TLS. Changing it restarts the members.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+	// CASecretRef names a Secret of type kubernetes.io/tls (tls.crt, tls.key) holding a CA of
+	// the user's; the operator issues the servers' certificates from it.
+	// +optional
+	CASecretRef *LocalReference `json:"caSecretRef,omitempty"`
+	// CertManager has cert-manager issue the servers' certificate: the operator creates a
+	// Certificate <cluster>-tls. cert-manager's CRDs must be installed.
+	// +optional
+	CertManager *CertManagerTLS `json:"certManager,omitempty"`
+	// RequireSecureTransport refuses TCP connections without TLS (require_secure_transport);
+	// the members' Unix socket stays open to the operator's agent and tools.
+	// +optional
+	RequireSecureTransport bool `json:"requireSecureTransport,omitempty"`
+	// CertificateDuration is the lifetime of the server certificate; it is renewed after two
+	// thirds of it. Default 2160h (90 days); at least 1h.
+	// +optional
+	CertificateDuration *metav1.Duration `json:"certificateDuration,omitempty"`
+}
+
+// CertManagerTLS names the cert-manager issuer of a cluster's server certificate.
+type CertManagerTLS struct {
+	// IssuerRef is the Issuer (in the cluster's namespace) or ClusterIssuer that signs.
+	IssuerRef IssuerReference `json:"issuerRef"`
+}
+
+// IssuerReference names a cert-manager issuer.
+type IssuerReference struct {
+	// Name of the issuer.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Kind is Issuer (default) or ClusterIssuer.
+	// +kubebuilder:validation:Enum=Issuer;ClusterIssuer
+	// +kubebuilder:default=Issuer
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Group is the issuer's API group; default cert-manager.io (external issuers have their own).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Group string `json:"group,omitempty"`
 }
 
 // BootstrapSpec says where a new cluster's data comes from.
@@ -306,6 +360,24 @@ type MySQLClusterStatus struct {
 	RecoverableFrom *metav1.Time `json:"recoverableFrom,omitempty"`
 	// +optional
 	RecoverableUntil *metav1.Time `json:"recoverableUntil,omitempty"`
+	// TLS describes the certificates the members serve, while TLS is on.
+	// +optional
+	TLS *TLSStatus `json:"tls,omitempty"`
+}
+
+// TLSStatus is the state of a cluster's certificates.
+type TLSStatus struct {
+	// Source is where the certificates come from: Operator, CASecret or CertManager.
+	Source string `json:"source,omitempty"`
+	// CANotAfter is when the CA expires.
+	// +optional
+	CANotAfter *metav1.Time `json:"caNotAfter,omitempty"`
+	// ServerNotAfter is when the server certificate expires.
+	// +optional
+	ServerNotAfter *metav1.Time `json:"serverNotAfter,omitempty"`
+	// RenewalTime is when the operator (or cert-manager) renews the server certificate.
+	// +optional
+	RenewalTime *metav1.Time `json:"renewalTime,omitempty"`
 }
 
 // BinlogArchiveSpec says where and how often the primary's binary logs are archived. The
@@ -356,6 +428,10 @@ type InstanceStatus struct {
 	// LagSeconds is the replica's replication delay, when known.
 	// +optional
 	LagSeconds *int64 `json:"lagSeconds,omitempty"`
+	// TLS is whether the member serves TLS with the cluster's certificate (its pod was
+	// started with TLS on); the operator then connects to it only over verified TLS.
+	// +optional
+	TLS bool `json:"tls,omitempty"`
 }
 
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object

@@ -74,6 +74,13 @@ type MySQLUserSpec struct {
 	// RequireTLS makes the server refuse the account's unencrypted connections.
 	// +optional
 	RequireTLS bool `json:"requireTLS,omitempty"`
+	// RequireSubject makes the server accept only connections over TLS with a client
+	// certificate that the cluster's CA verifies and whose subject is exactly this, written
+	// as the server prints it (e.g. /CN=app/O=example). It implies requireTLS.
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/`
+	// +optional
+	RequireSubject string `json:"requireSubject,omitempty"`
 	// AdoptExisting lets the MySQLUser take over an account that exists on the server and
 	// that it did not create: its password is set from the Secret and its grants and limits
 	// are made the spec's. An account holding role, proxy, routine or column grants, which

@@ -57,6 +57,10 @@ const (
 	AnnotationRestartHash = "mysqlop.io/restart-hash"
 	// AnnotationConfigHash on a pod template is the hash of the my.cnf ConfigMap data.
 	AnnotationConfigHash = "mysqlop.io/config-hash"
+	// AnnotationTLS on a pod template (and so on each pod) is "true" when the server serves TLS
+	// with the cluster's certificate: the operator then connects to it, and replicates
+	// between two such members, over TLS that verifies the certificate.
+	AnnotationTLS = "mysqlop.io/tls"
 	// AnnotationVersion on a pod template (and so on each pod) is the server version it runs.
 	AnnotationVersion = "mysqlop.io/version"
 	// AnnotationRestore on a MySQLCluster names the running MySQLRestore that stopped its
@@ -113,6 +117,9 @@ const (
 	// ConditionArchiving, on a MySQLCluster with spec.binlogArchive, is True while the primary
 	// archives its binary logs within twice the interval; False (with the reason) otherwise.
 	ConditionArchiving = "Archiving"
+	// ConditionCertificatesReady, on a MySQLCluster with TLS on, is True while the server
+	// certificate is issued and not close to expiry; False (with the reason) otherwise.
+	ConditionCertificatesReady = "CertificatesReady"
 	// ConditionComplete, on a backup or a restore, is True when the work finished successfully,
 	// False when it failed (its message says why), Unknown while it waits or runs.
 	ConditionComplete = "Complete"
@@ -155,6 +162,31 @@ const (
 	ReasonArchiveGap = "ArchiveGap"
 	// ReasonArchivePending: no report from the primary's archiver yet.
 	ReasonArchivePending = "ArchivePending"
+)
+
+// CertificatesReady condition reasons of a MySQLCluster.
+const (
+	// ReasonCertificatesIssued: the server certificate is issued and valid.
+	ReasonCertificatesIssued = "CertificatesIssued"
+	// ReasonCertificatePending: the server certificate is not issued yet (cert-manager has not
+	// written it).
+	ReasonCertificatePending = "CertificatePending"
+	// ReasonCASecretInvalid: spec.tls.caSecretRef names a Secret that is missing or holds no
+	// usable CA.
+	ReasonCASecretInvalid = "CASecretInvalid"
+	// ReasonCertManagerMissing: spec.tls.certManager is set but cert-manager's CRDs are not
+	// installed.
+	ReasonCertManagerMissing = "CertManagerMissing"
+	// ReasonCertificateExpiring: the certificate the members serve expires within a tenth of its
+	// lifetime and was not renewed.
+	ReasonCertificateExpiring = "CertificateExpiring"
+)
+
+// TLS sources of a MySQLCluster (status.tls.source).
+const (
+	TLSSourceOperator    = "Operator"
+	TLSSourceCASecret    = "CASecret"
+	TLSSourceCertManager = "CertManager"
 )
 
 // Ready condition reasons of a MySQLUser or MySQLDatabase.

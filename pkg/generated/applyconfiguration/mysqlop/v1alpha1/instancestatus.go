@@ -35,6 +35,9 @@ type InstanceStatusApplyConfiguration struct {
 	GTIDExecuted *string `json:"gtidExecuted,omitempty"`
 	// LagSeconds is the replica's replication delay, when known.
 	LagSeconds *int64 `json:"lagSeconds,omitempty"`
+	// TLS is whether the member serves TLS with the cluster's certificate (its pod was
+	// started with TLS on); the operator then connects to it only over verified TLS.
+	TLS *bool `json:"tls,omitempty"`
 }
 
 // InstanceStatusApplyConfiguration constructs a declarative configuration of the InstanceStatus type for use with
@@ -88,5 +91,13 @@ func (b *InstanceStatusApplyConfiguration) WithGTIDExecuted(value string) *Insta
 // If called multiple times, the LagSeconds field is set to the value of the last call.
 func (b *InstanceStatusApplyConfiguration) WithLagSeconds(value int64) *InstanceStatusApplyConfiguration {
 	b.LagSeconds = &value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *InstanceStatusApplyConfiguration) WithTLS(value bool) *InstanceStatusApplyConfiguration {
+	b.TLS = &value
 	return b
 }

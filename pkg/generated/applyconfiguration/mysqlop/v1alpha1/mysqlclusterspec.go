@@ -74,6 +74,9 @@ type MySQLClusterSpecApplyConfiguration struct {
 	// BinlogArchive archives the primary's binary logs continuously to object storage, for
 	// point-in-time recovery (MySQLRestore spec.target).
 	BinlogArchive *BinlogArchiveSpecApplyConfiguration `json:"binlogArchive,omitempty"`
+	// TLS encrypts client, replication and operator connections to the servers. It is on
+	// unless disabled, with certificates the operator issues from a CA of its own.
+	TLS *TLSSpecApplyConfiguration `json:"tls,omitempty"`
 }
 
 // MySQLClusterSpecApplyConfiguration constructs a declarative configuration of the MySQLClusterSpec type for use with
@@ -259,5 +262,13 @@ func (b *MySQLClusterSpecApplyConfiguration) WithBootstrap(value *BootstrapSpecA
 // If called multiple times, the BinlogArchive field is set to the value of the last call.
 func (b *MySQLClusterSpecApplyConfiguration) WithBinlogArchive(value *BinlogArchiveSpecApplyConfiguration) *MySQLClusterSpecApplyConfiguration {
 	b.BinlogArchive = value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *MySQLClusterSpecApplyConfiguration) WithTLS(value *TLSSpecApplyConfiguration) *MySQLClusterSpecApplyConfiguration {
+	b.TLS = value
 	return b
 }

@@ -61,6 +61,8 @@ type MySQLClusterStatusApplyConfiguration struct {
 	// archived transaction. Unset without an archive or such a backup.
 	RecoverableFrom  *metav1.Time `json:"recoverableFrom,omitempty"`
 	RecoverableUntil *metav1.Time `json:"recoverableUntil,omitempty"`
+	// TLS describes the certificates the members serve, while TLS is on.
+	TLS *TLSStatusApplyConfiguration `json:"tls,omitempty"`
 }
 
 // MySQLClusterStatusApplyConfiguration constructs a declarative configuration of the MySQLClusterStatus type for use with
@@ -190,5 +192,13 @@ func (b *MySQLClusterStatusApplyConfiguration) WithRecoverableFrom(value metav1.
 // If called multiple times, the RecoverableUntil field is set to the value of the last call.
 func (b *MySQLClusterStatusApplyConfiguration) WithRecoverableUntil(value metav1.Time) *MySQLClusterStatusApplyConfiguration {
 	b.RecoverableUntil = &value
+	return b
+}
+
+// WithTLS sets the TLS field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the TLS field is set to the value of the last call.
+func (b *MySQLClusterStatusApplyConfiguration) WithTLS(value *TLSStatusApplyConfiguration) *MySQLClusterStatusApplyConfiguration {
+	b.TLS = value
 	return b
 }

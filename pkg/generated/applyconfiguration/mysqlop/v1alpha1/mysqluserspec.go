@@ -49,6 +49,10 @@ type MySQLUserSpecApplyConfiguration struct {
 	MaxUserConnections *int64 `json:"maxUserConnections,omitempty"`
 	// RequireTLS makes the server refuse the account's unencrypted connections.
 	RequireTLS *bool `json:"requireTLS,omitempty"`
+	// RequireSubject makes the server accept only connections over TLS with a client
+	// certificate that the cluster's CA verifies and whose subject is exactly this, written
+	// as the server prints it (e.g. /CN=app/O=example). It implies requireTLS.
+	RequireSubject *string `json:"requireSubject,omitempty"`
 	// AdoptExisting lets the MySQLUser take over an account that exists on the server and
 	// that it did not create: its password is set from the Secret and its grants and limits
 	// are made the spec's. An account holding role, proxy, routine or column grants, which
@@ -124,6 +128,14 @@ func (b *MySQLUserSpecApplyConfiguration) WithMaxUserConnections(value int64) *M
 // If called multiple times, the RequireTLS field is set to the value of the last call.
 func (b *MySQLUserSpecApplyConfiguration) WithRequireTLS(value bool) *MySQLUserSpecApplyConfiguration {
 	b.RequireTLS = &value
+	return b
+}
+
+// WithRequireSubject sets the RequireSubject field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the RequireSubject field is set to the value of the last call.
+func (b *MySQLUserSpecApplyConfiguration) WithRequireSubject(value string) *MySQLUserSpecApplyConfiguration {
+	b.RequireSubject = &value
 	return b
 }
 
