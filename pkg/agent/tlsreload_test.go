@@ -67,6 +67,10 @@ func TestTLSReloaderOnMariaDB(t *testing.T) {
 		t.Fatalf("the server serves a certificate expiring at %s, want %s", served(), first.Cert.NotAfter)
 	}
 
+	st, err := in.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := &agent.TLSReloader{Instance: in, Dir: dir}
 	for i, want := range []bool{true, false} {
 		if got, err := r.Check(ctx); err != nil || got != want {
@@ -92,5 +96,9 @@ func TestTLSReloaderOnMariaDB(t *testing.T) {
 	}
 	if !served().Equal(second.Cert.NotAfter.Truncate(time.Second)) {
 		t.Errorf("after the reload the server serves a certificate expiring at %s, want %s", served(), second.Cert.NotAfter)
+	}
+	// A reload is no transaction: on a replica one would be errant.
+	if after, err := in.Status(ctx); err != nil || after.Executed.String() != st.Executed.String() {
+		t.Errorf("reloads changed the executed GTIDs from %s to %v (%v)", st.Executed, after.Executed, err)
 	}
 }

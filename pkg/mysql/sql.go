@@ -82,8 +82,12 @@ func (f Flavor) ChangeSource(src Source) Statement {
 }
 
 // ReloadTLS makes the server read its certificate, key and CA files again, for new
-// connections; established ones keep their session.
-func (f Flavor) ReloadTLS() string { return f.pick("ALTER INSTANCE RELOAD TLS", "FLUSH SSL") }
+// connections; established ones keep their session. It writes nothing to the binary log: a
+// plain FLUSH is logged on MariaDB, and a transaction of a replica's own would make it errant
+// (ALTER INSTANCE is never logged).
+func (f Flavor) ReloadTLS() string {
+	return f.pick("ALTER INSTANCE RELOAD TLS", "FLUSH NO_WRITE_TO_BINLOG SSL")
+}
 
 func (f Flavor) pick(mysql, mariadb string) string {
 	if f == MariaDB {

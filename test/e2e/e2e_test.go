@@ -46,8 +46,9 @@ const (
 // by spec.members and kubectl scale; a version upgrade rolls replicas first and the primary
 // last; the operator pod killed during a failover converges; backups to S3 from a replica, a
 // logical and a physical restore (every member restarted onto the backup's datadir) and a new
-// cluster bootstrapped from the physical backup; deleting the cluster keeps the claims. Each
-// step needs the ones before it.
+// cluster bootstrapped from the physical backup; deleting the cluster keeps the claims. TLS is
+// on throughout, and its certificate is rotated under a writer first. Each step needs the ones
+// before it.
 func TestUserJourneys(t *testing.T) {
 	ctx := context.Background()
 	// The members' pods must pass the restricted Pod Security profile.
@@ -89,6 +90,8 @@ func TestUserJourneys(t *testing.T) {
 			waitRows(t, m, 1)
 		}
 	}
+
+	t.Run("TLS on by default, and a certificate rotation under a writer", func(t *testing.T) { tlsJourney(t, primary) })
 
 	t.Run("failover", func(t *testing.T) {
 		w := localcluster.StartWriter(memberDB, statusPrimary)

@@ -123,7 +123,11 @@ func clusterOn(t *testing.T, servers []*mariadb.Server, mutate ...func(*options.
 			return "127.0.0.1", servers[i].Port
 		}
 	}}, mutate...)...)
-	createCluster(t, newCluster(ns, "db", int32(n), "10.11.6"))
+	c := newCluster(ns, "db", int32(n), "10.11.6")
+	// The test's servers have no certificate: TLS is tested with real servers in pkg/mysql and
+	// the e2e suite, and the certificates' life cycle in tls_test.go.
+	c.Spec.TLS.Disabled = true
+	createCluster(t, c)
 	eventually(t, 30*time.Second, "credentials Secret", func(ctx context.Context) (bool, error) {
 		s, err := cp.Kube.CoreV1().Secrets(ns).Get(ctx, "db-credentials", metav1.GetOptions{})
 		if err != nil {

@@ -177,12 +177,18 @@ func (w *podWorker) run(ctx context.Context) {
 	w.initDone = true
 	w.mu.Unlock()
 	w.kick()
+	refreshCtx, stopRefresh := context.WithCancel(ctx)
+	refreshDone := make(chan struct{})
+	go func() { defer close(refreshDone); w.refreshVolumes(refreshCtx) }()
 	var wg sync.WaitGroup
 	for _, c := range w.containers {
 		wg.Add(1)
 		go func() { defer wg.Done(); c.supervise(ctx) }()
 	}
 	wg.Wait()
+	// The pod's directory is removed at teardown: no refresh may write into it then.
+	stopRefresh()
+	<-refreshDone
 	// Containers that will not restart ended the pod; it stays until deleted.
 	if !w.isStopping() {
 		w.kick()

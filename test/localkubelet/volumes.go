@@ -1,11 +1,13 @@
 package localkubelet
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,8 +16,9 @@ import (
 )
 
 // prepareVolumes materialises every volume of the pod on the host and returns its path by
-// volume name. Files of configMap, secret, downwardAPI and projected volumes are written once,
-// at pod start (a real kubelet refreshes them; the pods this runtime runs do not rely on it).
+// volume name. Files of configMap, secret, downwardAPI and projected volumes are written at pod
+// start; those of secret and configMap volumes are refreshed while the pod runs
+// (refreshVolumes).
 func (w *podWorker) prepareVolumes(ctx context.Context) (map[string]string, error) {
 	paths := map[string]string{}
 	for _, v := range w.pod.Spec.Volumes {
@@ -46,6 +49,15 @@ func (w *podWorker) prepareVolume(ctx context.Context, v corev1.Volume) (string,
 	case v.PersistentVolumeClaim != nil:
 		return w.claimPath(ctx, v.PersistentVolumeClaim.ClaimName)
 	}
+	files, err := w.volumeFiles(ctx, v)
+	if err != nil {
+		return "", err
+	}
+	return dir, w.writeFiles(dir, files)
+}
+
+// volumeFiles are the files of a configMap, secret, downwardAPI or projected volume.
+func (w *podWorker) volumeFiles(ctx context.Context, v corev1.Volume) (map[string]file, error) {
 	files := map[string]file{}
 	var err error
 	switch {
@@ -71,16 +83,56 @@ func (w *podWorker) prepareVolume(ctx context.Context, v corev1.Volume) (string,
 				err = fmt.Errorf("unsupported projected source")
 			}
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 		}
 	default:
-		return "", fmt.Errorf("unsupported volume type")
+		return nil, fmt.Errorf("unsupported volume type")
 	}
-	if err != nil {
-		return "", err
+	return files, err
+}
+
+// refreshInterval is how often secret and configMap volumes are brought up to date. A kubelet
+// takes up to about a minute (its sync period plus its cache); this runtime is quicker so that
+// tests of certificate rotation do not wait.
+const refreshInterval = 5 * time.Second
+
+// refreshVolumes rewrites the files of the pod's secret and configMap volumes that changed, as
+// a kubelet does (projected volumes, which hold tokens and credentials here, keep their files).
+// It runs until ctx ends.
+func (w *podWorker) refreshVolumes(ctx context.Context) {
+	t := time.NewTicker(refreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		paths := w.volumes
+		w.mu.Unlock()
+		for _, v := range w.pod.Spec.Volumes {
+			if v.Secret == nil && v.ConfigMap == nil || paths[v.Name] == "" {
+				continue
+			}
+			files, err := w.volumeFiles(ctx, v)
+			if err != nil {
+				continue // a Secret deleted for a while keeps its old files, as in a kubelet
+			}
+			changed := map[string]file{}
+			for name, f := range files {
+				if old, err := os.ReadFile(filepath.Join(paths[v.Name], name)); err != nil || !bytes.Equal(old, f.data) {
+					changed[name] = f
+				}
+			}
+			if len(changed) > 0 {
+				if err := w.writeFiles(paths[v.Name], changed); err != nil {
+					w.log().Info("Refreshing a volume failed", "volume", v.Name, "err", err)
+				}
+			}
+		}
 	}
-	return dir, w.writeFiles(dir, files)
 }
 
 type file struct {

@@ -257,8 +257,13 @@ func (c *Controller) handleChild(obj any) {
 	name := ""
 	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "MySQLCluster" && ref.APIVersion == v1alpha1.SchemeGroupVersion.String() {
 		name = ref.Name
-	} else if _, isPod := obj.(*corev1.Pod); isPod {
-		name = o.GetLabels()[v1alpha1.LabelCluster]
+	} else {
+		// Pods are the StatefulSet's; the servers' certificate Secret in cert-manager mode is
+		// cert-manager's, labelled through the Certificate's secretTemplate.
+		switch obj.(type) {
+		case *corev1.Pod, *corev1.Secret:
+			name = o.GetLabels()[v1alpha1.LabelCluster]
+		}
 	}
 	if name == "" {
 		return

@@ -247,7 +247,9 @@ func initContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			"--agent-tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert,
 		},
 		Env:             podEnv(),
-		VolumeMounts:    append(serverMounts(), corev1.VolumeMount{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true}, credentialsMount()),
+		// The TLS files too: the server init starts to set up the datadir reads my.cnf, which
+		// names them.
+		VolumeMounts:    append(append(serverMounts(), corev1.VolumeMount{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true}, credentialsMount()), tlsMounts(c)...),
 		SecurityContext: containerSecurityContext(),
 	}
 }
@@ -277,7 +279,8 @@ func runningServerMounts() []corev1.VolumeMount {
 }
 
 // tlsMounts mount the cluster's TLS Secret where my.cnf names its files: in the server, which
-// serves them, and in the agent, which makes the server read them again when they change.
+// serves them, in init, whose temporary server reads the same my.cnf, and in the agent, which
+// makes the server read them again when they change.
 func tlsMounts(c *v1alpha1.MySQLCluster) []corev1.VolumeMount {
 	if c.Spec.TLS.Disabled {
 		return nil

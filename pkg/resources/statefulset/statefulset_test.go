@@ -79,7 +79,7 @@ func TestShape(t *testing.T) {
 	// TLS is on by default: the server and the agent mount the TLS Secret where my.cnf and
 	// the agent's flag name it, and the template says so.
 	server := container(t, spec, resources.ContainerMySQL)
-	for _, ctr := range []corev1.Container{server, agent} {
+	for _, ctr := range []corev1.Container{server, agent, container(t, spec, resources.ContainerInit)} {
 		if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeTLS && m.MountPath == configmap.TLSDir && m.ReadOnly }) {
 			t.Errorf("%s does not mount the TLS Secret: %+v", ctr.Name, ctr.VolumeMounts)
 		}
