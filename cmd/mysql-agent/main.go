@@ -126,6 +126,7 @@ func initCmd(ctx context.Context, args []string) error {
 	peerService := fs.String("peer-service", "", "headless service naming the members: an empty datadir is seeded from a peer's agent when the cluster holds data")
 	agentPort := fs.Int("agent-port", 9080, "port of the peers' agents")
 	agentCert := fs.String("agent-tls-cert-file", "", "the agents' certificate (PEM): peers are called over TLS and must present it; empty calls them over plain HTTP")
+	agentCA := fs.String("agent-ca-file", "", "the cluster's CA bundle (PEM), with TLS on: peers are called over TLS and must present a certificate for their DNS name under it (instead of --agent-tls-cert-file)")
 	holdsDataFile := fs.String("holds-data-file", "", "file that exists once the operator recorded that the cluster holds data (default: "+agentapi.FileHoldsData+" beside --config-template)")
 	_ = fs.Parse(args)
 	if *holdsDataFile == "" {
@@ -151,7 +152,16 @@ func initCmd(ctx context.Context, args []string) error {
 		}
 		o.Peers = peers
 	}
-	if *agentCert != "" {
+	switch {
+	case *agentCA != "":
+		ca, err := os.ReadFile(*agentCA)
+		if err != nil {
+			return fmt.Errorf("read the CA bundle: %w", err)
+		}
+		if o.AgentTLS, err = agentapi.ClientTLSFromCA(ca, ""); err != nil {
+			return err
+		}
+	case *agentCert != "":
 		tlsConfig, err := agentapi.ClientTLSFromFile(*agentCert)
 		if err != nil {
 			return err

@@ -91,8 +91,10 @@ func TLSServerNames(c *v1alpha1.MySQLCluster) []string {
 	for _, svc := range []string{PrimaryServiceName(c), ReplicasServiceName(c), HeadlessServiceName(c)} {
 		names = append(names, svc, svc+"."+c.Namespace, svc+"."+c.Namespace+".svc", svc+"."+c.Namespace+".svc.cluster.local")
 	}
-	base := HeadlessServiceName(c) + "." + c.Namespace
-	return append(names, "*."+base, "*."+base+".svc", "*."+base+".svc.cluster.local")
+	// The short forms too: a member's init calls its peers' agents as <pod>.<headless>.
+	h := HeadlessServiceName(c)
+	base := h + "." + c.Namespace
+	return append(names, "*."+h, "*."+base, "*."+base+".svc", "*."+base+".svc.cluster.local")
 }
 
 // PDBName is the PodDisruptionBudget.

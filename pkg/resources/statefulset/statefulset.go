@@ -244,9 +244,9 @@ func initContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 			"--credentials-dir=" + MountCredentials,
 			"--peer-service=" + resources.HeadlessServiceName(c),
 			fmt.Sprintf("--agent-port=%d", resources.PortAgent),
-			"--agent-tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert,
+			agentTrust(c),
 		},
-		Env:             podEnv(),
+		Env: podEnv(),
 		// The TLS files too: the server init starts to set up the datadir reads my.cnf, which
 		// names them.
 		VolumeMounts:    append(append(serverMounts(), corev1.VolumeMount{Name: VolumeAgentBin, MountPath: MountAgentBin, ReadOnly: true}, credentialsMount()), tlsMounts(c)...),
@@ -276,6 +276,15 @@ func runningServerMounts() []corev1.VolumeMount {
 		{Name: VolumeRun, MountPath: MountRun},
 		{Name: VolumeServerTmp, MountPath: configmap.ServerTmpDir},
 	}
+}
+
+// agentTrust is how init trusts the peers' agents: with TLS on, their certificate is the
+// cluster's, verified under its CA for the peer's DNS name; without, the pinned agent certificate.
+func agentTrust(c *v1alpha1.MySQLCluster) string {
+	if c.Spec.TLS.Disabled {
+		return "--agent-tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert
+	}
+	return "--agent-ca-file=" + configmap.TLSCAFile
 }
 
 // tlsMounts mount the cluster's TLS Secret where my.cnf names its files: in the server, which
@@ -321,17 +330,20 @@ func agentContainer(c *v1alpha1.MySQLCluster, p Params) corev1.Container {
 		"--socket=" + configmap.SocketPath,
 		"--credentials-dir=" + MountCredentials,
 		"--toolbox-socket=" + ToolboxSocket,
-		"--tls-cert-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSCert,
-		"--tls-key-file=" + MountCredentials + "/" + resources.SecretKeyAgentTLSKey,
 	}
-	if !c.Spec.TLS.Disabled {
-		cmd = append(cmd, "--server-tls-dir="+configmap.TLSDir)
+	if c.Spec.TLS.Disabled {
+		cmd = append(cmd, "--tls-cert-file="+MountCredentials+"/"+resources.SecretKeyAgentTLSCert,
+			"--tls-key-file="+MountCredentials+"/"+resources.SecretKeyAgentTLSKey)
+	} else {
+		// The API is served with the cluster's certificate, renewed with it.
+		cmd = append(cmd, "--tls-cert-file="+configmap.TLSCertFile, "--tls-key-file="+configmap.TLSKeyFile,
+			"--server-tls-dir="+configmap.TLSDir)
 	}
 	return corev1.Container{
 		Name:    resources.ContainerAgent,
 		Image:   p.AgentImage,
 		Command: cmd,
-		Env: podEnv(),
+		Env:     podEnv(),
 		Ports: []corev1.ContainerPort{
 			{Name: resources.PortNameAgent, ContainerPort: resources.PortAgent, Protocol: corev1.ProtocolTCP},
 			{Name: resources.PortNameMetrics, ContainerPort: resources.PortMetrics, Protocol: corev1.ProtocolTCP},

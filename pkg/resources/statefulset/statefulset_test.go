@@ -59,14 +59,13 @@ func TestShape(t *testing.T) {
 	if tb.Image != "mariadb:10.11.6" || !slices.Contains(tb.Command, "--socket="+ToolboxSocket) || !slices.Contains(agent.Command, "--toolbox-socket="+ToolboxSocket) {
 		t.Errorf("toolbox %q %v, agent %v", tb.Image, tb.Command, agent.Command)
 	}
-	// The agent API is served over TLS with the Secret's pair, probed over HTTPS, and init
-	// calls the peers' agents pinning the same certificate.
-	certFile, keyFile := MountCredentials+"/"+resources.SecretKeyAgentTLSCert, MountCredentials+"/"+resources.SecretKeyAgentTLSKey
-	if !slices.Contains(agent.Command, "--tls-cert-file="+certFile) || !slices.Contains(agent.Command, "--tls-key-file="+keyFile) ||
+	// With TLS on (the default) the agent API is served with the cluster's certificate, which
+	// init verifies under the cluster's CA; probed over HTTPS.
+	if !slices.Contains(agent.Command, "--tls-cert-file="+configmap.TLSCertFile) || !slices.Contains(agent.Command, "--tls-key-file="+configmap.TLSKeyFile) ||
 		agent.ReadinessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS || agent.LivenessProbe.HTTPGet.Scheme != corev1.URISchemeHTTPS {
 		t.Errorf("agent TLS: command %v, probes %+v %+v", agent.Command, agent.ReadinessProbe.HTTPGet, agent.LivenessProbe.HTTPGet)
 	}
-	if in := container(t, spec, resources.ContainerInit); !slices.Contains(in.Command, "--agent-tls-cert-file="+certFile) ||
+	if in := container(t, spec, resources.ContainerInit); !slices.Contains(in.Command, "--agent-ca-file="+configmap.TLSCAFile) ||
 		!slices.Contains(in.Command, "--peer-service=db-headless") {
 		t.Errorf("init command %v", in.Command)
 	}
@@ -80,7 +79,9 @@ func TestShape(t *testing.T) {
 	// the agent's flag name it, and the template says so.
 	server := container(t, spec, resources.ContainerMySQL)
 	for _, ctr := range []corev1.Container{server, agent, container(t, spec, resources.ContainerInit)} {
-		if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == VolumeTLS && m.MountPath == configmap.TLSDir && m.ReadOnly }) {
+		if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return m.Name == VolumeTLS && m.MountPath == configmap.TLSDir && m.ReadOnly
+		}) {
 			t.Errorf("%s does not mount the TLS Secret: %+v", ctr.Name, ctr.VolumeMounts)
 		}
 	}
@@ -241,7 +242,16 @@ func TestTLSDisabledMountsNothing(t *testing.T) {
 	if slices.ContainsFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == VolumeTLS }) || s.Spec.Template.Annotations[v1alpha1.AnnotationTLS] != "" {
 		t.Error("a TLS volume or annotation with TLS disabled")
 	}
-	if slices.ContainsFunc(container(t, spec, resources.ContainerAgent).Command, func(a string) bool { return strings.HasPrefix(a, "--server-tls-dir") }) {
+	agent := container(t, spec, resources.ContainerAgent)
+	if slices.ContainsFunc(agent.Command, func(a string) bool { return strings.HasPrefix(a, "--server-tls-dir") }) {
 		t.Error("the agent watches TLS files with TLS disabled")
+	}
+	// Without TLS the agent API keeps the pinned certificate of the credentials Secret.
+	certFile, keyFile := MountCredentials+"/"+resources.SecretKeyAgentTLSCert, MountCredentials+"/"+resources.SecretKeyAgentTLSKey
+	if !slices.Contains(agent.Command, "--tls-cert-file="+certFile) || !slices.Contains(agent.Command, "--tls-key-file="+keyFile) {
+		t.Errorf("agent command %v", agent.Command)
+	}
+	if in := container(t, spec, resources.ContainerInit); !slices.Contains(in.Command, "--agent-tls-cert-file="+certFile) {
+		t.Errorf("init command %v", in.Command)
 	}
 }

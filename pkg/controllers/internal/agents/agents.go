@@ -1,12 +1,14 @@
 // Package agents makes clients of a cluster's agents for the controllers: the address of a
-// member's agent and the cluster's token and pinned certificate from the operator's cache of
-// its own Secrets.
+// member's agent, the cluster's token, and the CA or pinned certificate its agent is verified
+// with, from the operator's cache of its own Secrets.
 package agents
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -21,6 +23,12 @@ import (
 func DNSResolver(c *v1alpha1.MySQLCluster, pod string) (string, int) {
 	host, _ := resources.DNSResolver(c, pod)
 	return host, resources.PortAgent
+}
+
+// servesTLS reports whether the cluster's status says member serves the cluster's certificate.
+func servesTLS(cl *v1alpha1.MySQLCluster, member string) bool {
+	i := slices.IndexFunc(cl.Status.Instances, func(in v1alpha1.InstanceStatus) bool { return in.Name == member })
+	return i >= 0 && cl.Status.Instances[i].TLS
 }
 
 // Client is what the controllers ask of a member's agent; *agentapi.Client is the real one,
@@ -70,15 +78,27 @@ func TLSDialer(secrets corelisters.SecretLister, resolve resources.Resolver) Dia
 	}
 }
 
-// Dial returns a client of member's agent, with the cluster's agent token and agent
-// certificate (pinned: the agent must present it) from the operator's cache of its own Secrets.
+// Dial returns a client of member's agent, with the cluster's agent token from the operator's
+// cache of its own Secrets. A member that serves TLS (status.instances[].tls) serves the
+// cluster's certificate on its agent API too, verified under the cluster's CA for the member's
+// DNS name; another presents the pinned agent certificate of the credentials Secret.
 func Dial(secrets corelisters.SecretLister, resolve resources.Resolver, cl *v1alpha1.MySQLCluster, member string) (*agentapi.Client, error) {
 	sec, err := secret.Get(secrets, cl)
 	if err != nil {
 		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
 	}
-	tlsConfig, err := agentapi.ClientTLS(sec.Data[resources.SecretKeyAgentTLSCert])
-	if err != nil {
+	var tlsConfig *tls.Config
+	if servesTLS(cl, member) {
+		s, err := secrets.Secrets(cl.Namespace).Get(resources.TLSSecretName(cl))
+		if err != nil {
+			return nil, fmt.Errorf("CA of MySQLCluster %s: %w", cl.Name, err)
+		}
+		name, _ := resources.DNSResolver(cl, member)
+		tlsConfig, err = agentapi.ClientTLSFromCA(s.Data[resources.SecretKeyCA], name)
+		if err != nil {
+			return nil, fmt.Errorf("CA of MySQLCluster %s: %w", cl.Name, err)
+		}
+	} else if tlsConfig, err = agentapi.ClientTLS(sec.Data[resources.SecretKeyAgentTLSCert]); err != nil {
 		return nil, fmt.Errorf("credentials of MySQLCluster %s: %w", cl.Name, err)
 	}
 	host, port := resolve(cl, member)
