@@ -8,7 +8,8 @@ import (
 )
 
 // Operator returns a clustering operator over servers: loopback endpoints, the replication
-// account, loss-less semi-sync, and the admin account protected from fencing.
+// account, loss-less semi-sync, and the admin account protected from fencing; replication over
+// verified TLS when the servers serve it.
 func Operator(servers []*Server) *clustering.Operator {
 	op := &clustering.Operator{
 		Flavor: mysql.MariaDB, ReplUser: ReplUser, ReplPassword: ReplPassword,
@@ -16,7 +17,10 @@ func Operator(servers []*Server) *clustering.Operator {
 	}
 	for _, s := range servers {
 		op.Instances = append(op.Instances, s.Admin())
-		op.Endpoints = append(op.Endpoints, clustering.Endpoint{Host: "127.0.0.1", Port: s.Port})
+		op.Endpoints = append(op.Endpoints, clustering.Endpoint{Host: "127.0.0.1", Port: s.Port, TLS: s.TLS != nil})
+		if s.TLS != nil {
+			op.TLSCAFile = s.TLS.CAFile()
+		}
 	}
 	return op
 }

@@ -9,6 +9,7 @@ package mariadb
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -57,6 +58,8 @@ type Server struct {
 	Socket string
 	// MyCnf is the configuration file the server reads first.
 	MyCnf string
+	// TLS is what the server serves (nil: no TLS).
+	TLS *TLSFiles
 
 	t    T
 	cmd  *exec.Cmd
@@ -73,6 +76,9 @@ type Options struct {
 	// DataDir, when set, is copied as the datadir of every server instead of initialising an
 	// empty one (for example a prepared physical backup).
 	DataDir string
+	// TLS, when set, makes the servers serve these files; Conn, Admin, Operator and
+	// StartWriter then connect (and replicate) over TLS that verifies them.
+	TLS *TLSFiles
 }
 
 // Binary is the server binary the helper runs.
@@ -104,6 +110,9 @@ func Start(t T, n int, o Options) []*Server {
 	if cnf == "" {
 		cnf = defaultMyCnf
 	}
+	if o.TLS != nil {
+		cnf += o.TLS.myCnf()
+	}
 	servers := make([]*Server, n)
 	for i := range n {
 		dir := t.TempDir()
@@ -111,7 +120,7 @@ func Start(t T, n int, o Options) []*Server {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := &Server{Index: i, Dir: dir, Port: port, Socket: filepath.Join(dir, "mysqld.sock"), MyCnf: filepath.Join(dir, "my.cnf"), t: t}
+		s := &Server{Index: i, Dir: dir, Port: port, Socket: filepath.Join(dir, "mysqld.sock"), MyCnf: filepath.Join(dir, "my.cnf"), TLS: o.TLS, t: t}
 		confd := filepath.Join(dir, "conf.d")
 		if err := os.MkdirAll(confd, 0o755); err != nil {
 			t.Fatal(err)
@@ -280,12 +289,20 @@ func (s *Server) createUsers() error {
 // Conn returns a connection pool for user and password over TCP, closed when the test ends.
 func (s *Server) Conn(user, password string) *sql.DB {
 	s.t.Helper()
-	db, err := mysql.Open(mysql.ConnConfig{Addr: s.Addr(), User: user, Password: password, Timeout: 3 * time.Second})
+	db, err := mysql.Open(mysql.ConnConfig{Addr: s.Addr(), User: user, Password: password, Timeout: 3 * time.Second, TLS: s.clientTLS()})
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	s.t.Cleanup(func() { db.Close() })
 	return db
+}
+
+// clientTLS is the TLS configuration of the server's clients; nil without TLS.
+func (s *Server) clientTLS() *tls.Config {
+	if s.TLS == nil {
+		return nil
+	}
+	return s.TLS.Client()
 }
 
 // Admin returns the server as a mysql.Instance connected as the admin user.

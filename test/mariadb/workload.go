@@ -48,7 +48,7 @@ func StartWriter(servers []*Server, primary func() int) (*Writer, error) {
 	w := &Writer{firstOn: map[int]time.Time{}, stop: make(chan struct{}), done: make(chan struct{})}
 	dbs := make([]*sql.DB, len(servers))
 	for i, s := range servers {
-		db, err := mysql.Open(mysql.ConnConfig{Addr: s.Addr(), User: AppUser, Password: AppPassword, Timeout: time.Second})
+		db, err := mysql.Open(mysql.ConnConfig{Addr: s.Addr(), User: AppUser, Password: AppPassword, Timeout: time.Second, TLS: s.clientTLS()})
 		if err != nil {
 			return nil, err
 		}

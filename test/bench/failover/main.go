@@ -5,7 +5,10 @@
 // from the SIGKILL to the first write acknowledged by the new primary (p50, p99, max over the
 // runs) and the acknowledged writes missing on the new primary (which must be 0).
 //
-// Usage: go run ./test/bench/failover -runs 20 -interval 500ms   (or make bench-failover)
+// With -tls the servers serve TLS, replicate over it and the clustering manager and the writer
+// connect over it, each verifying the server, as in a cluster with spec.tls on.
+//
+// Usage: go run ./test/bench/failover -runs 20 -interval 500ms [-tls]   (or make bench-failover)
 package main
 
 import (
@@ -24,12 +27,13 @@ import (
 func main() {
 	runs := flag.Int("runs", 20, "failovers to measure")
 	interval := flag.Duration("interval", 500*time.Millisecond, "time between clustering rounds")
+	withTLS := flag.Bool("tls", false, "serve, replicate and connect (the operator and the writer) over TLS that verifies the servers")
 	flag.Parse()
 
 	var times []time.Duration
 	lostTotal, ackedTotal := 0, 0
 	for i := range *runs {
-		took, acked, lost, err := runOnce(*interval)
+		took, acked, lost, err := runOnce(*interval, *withTLS)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "run %d: %v\n", i+1, err)
 			os.Exit(1)
@@ -42,26 +46,30 @@ func main() {
 	}
 	slices.Sort(times)
 	pct := func(p float64) time.Duration { return times[min(len(times)-1, int(p*float64(len(times))))] }
-	fmt.Printf("\n| runs | round interval | failover after | p50 | p99 | max | acknowledged writes | lost |\n|---|---|---|---|---|---|---|---|\n")
-	fmt.Printf("| %d | %v | 2 failed rounds | %v | %v | %v | %d | %d |\n", len(times), *interval,
+	fmt.Printf("\n| runs | TLS | round interval | failover after | p50 | p99 | max | acknowledged writes | lost |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("| %d | %v | %v | 2 failed rounds | %v | %v | %v | %d | %d |\n", len(times), *withTLS, *interval,
 		pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), times[len(times)-1].Round(time.Millisecond), ackedTotal, lostTotal)
 	if lostTotal > 0 {
 		os.Exit(1)
 	}
 }
 
-func runOnce(interval time.Duration) (took time.Duration, acked, lost int, err error) {
+func runOnce(interval time.Duration, withTLS bool) (took time.Duration, acked, lost int, err error) {
 	err = benchutil.Run(func(t *benchutil.T) error {
 		var err error
-		took, acked, lost, err = measure(t, interval)
+		took, acked, lost, err = measure(t, interval, withTLS)
 		return err
 	})
 	return took, acked, lost, err
 }
 
-func measure(t *benchutil.T, interval time.Duration) (took time.Duration, acked, lost int, err error) {
+func measure(t *benchutil.T, interval time.Duration, withTLS bool) (took time.Duration, acked, lost int, err error) {
 	ctx := context.Background()
-	servers := mariadb.Start(t, 3, mariadb.Options{})
+	var o mariadb.Options
+	if withTLS {
+		o.TLS = mariadb.NewTLSFiles(t)
+	}
+	servers := mariadb.Start(t, 3, o)
 	op := mariadb.Operator(servers)
 	m := clustering.NewManager(op, 3)
 	m.ProbeTimeout = time.Second
