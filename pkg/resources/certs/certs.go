@@ -6,14 +6,13 @@ package certs
 
 import (
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/mysqlop/mysql-operator/pkg/agentapi"
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/pki"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
@@ -31,13 +30,9 @@ var CertificateGVR = schema.GroupVersionResource{Group: "cert-manager.io", Versi
 
 // ClientTLS is the TLS configuration of a client of the servers: it trusts the CAs of caPEM
 // only and requires a certificate for serverName (a member's or a Service's DNS name, whatever
-// address is dialled).
+// address is dialled). The agents' clients verify the same certificate the same way.
 func ClientTLS(caPEM []byte, serverName string) (*tls.Config, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, errors.New("the CA bundle holds no PEM certificate")
-	}
-	return &tls.Config{RootCAs: pool, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+	return agentapi.ClientTLSFromCA(caPEM, serverName)
 }
 
 // Lifetime is the servers' certificate lifetime of c.
