@@ -426,7 +426,8 @@ func TestOperatorRestartedMidwayConverges(t *testing.T) {
 	if l, err := cp.Kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, sel); err == nil {
 		counts["pdbs"] = len(l.Items)
 	}
-	want := map[string]int{"secrets": 1, "configmaps": 1, "services": 3, "statefulsets": 1, "pdbs": 1}
+	// Secrets: credentials, the CA, the servers' certificate and the CA bundle (TLS is on by default).
+	want := map[string]int{"secrets": 4, "configmaps": 1, "services": 3, "statefulsets": 1, "pdbs": 1}
 	if fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Errorf("children after restart %v, want %v", counts, want)
 	}
