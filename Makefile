@@ -11,9 +11,10 @@ COMMIT  ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.GitCommit=$(COMMIT) -X $(PKG)/pkg/version.BuildDate=$(DATE)
 KUBECONFIG ?= $(HOME)/.kube/config
-# Benchmark sizes: cluster counts and client QPS settings (comma-separated).
+# Benchmark sizes: cluster counts, client QPS settings and the clusters' TLS (on,off) (comma-separated).
 CLUSTERS ?= 10,100,500
 QPS      ?= 20,100
+TLS      ?= on
 PITR_MB ?= 256
 BACKUP_MB ?= 1024
 CHAOS_ROUNDS ?= 3
@@ -82,8 +83,8 @@ bench-chaos: deps tools build ## Chaos benchmark (root): 12 rounds of the 9 faul
 	CHAOS_ROUNDS=12 CHAOS_REPORT=$(CURDIR)/_output/chaos-report.md $(GO) test -count=1 -v -timeout 300m -run TestChaos ./test/chaos/
 
 .PHONY: bench
-bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings; prints a table.
-	$(GO) run ./test/bench/reconcile -clusters '$(CLUSTERS)' -qps '$(QPS)'
+bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings (TLS=on,off to compare); prints a table.
+	$(GO) run ./test/bench/reconcile -clusters '$(CLUSTERS)' -qps '$(QPS)' -tls '$(TLS)'
 
 .PHONY: bench-backup
 bench-backup: tools ## Backup benchmark: ~1 GiB table on real MariaDB, logical and physical backups to versitygw and restores through the agent, against the raw tools; prints a table.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,22 +16,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/pki"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
-
-// tlsFiles writes a CA and a server certificate for 127.0.0.1 into dir, as the members' TLS
-// Secret is mounted: ca.crt, tls.crt, tls.key.
-func tlsFiles(t *testing.T, dir string, ca *pki.KeyPair) *pki.KeyPair {
-	t.Helper()
-	kp, err := pki.Issue(ca, pki.Request{CommonName: "test", DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Lifetime: time.Hour}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return kp
-}
 
 // peer records the certificate a server presented on the last TLS connection.
 type peer struct {
@@ -79,12 +62,8 @@ func serverPID(t *testing.T, s *mariadb.Server) string {
 // without TLS refused under require_secure_transport, and a renewed certificate served after
 // FLUSH SSL by the same process.
 func TestTLSOnMariaDB(t *testing.T) {
-	dir := t.TempDir()
-	ca, err := pki.NewCA("test CA", time.Now(), 24*time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := tlsFiles(t, dir, ca)
+	files := mariadb.NewTLSFiles(t)
+	dir, ca, first := files.Dir, files.CA, files.Server
 	other, err := pki.NewCA("another CA", time.Now(), 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +73,7 @@ func TestTLSOnMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	cnf := "[mysqld]\nlog_bin = binlog\nlog_slave_updates = ON\ngtid_strict_mode = ON\nbinlog_format = ROW\nskip_name_resolve = ON\nskip_slave_start = ON\nread_only = ON\n" +
-		"ssl_ca = " + filepath.Join(dir, "ca.crt") + "\nssl_cert = " + filepath.Join(dir, "tls.crt") + "\nssl_key = " + filepath.Join(dir, "tls.key") + "\n"
+		files.MyCnf()
 	servers := mariadb.Start(t, 2, mariadb.Options{MyCnf: cnf})
 	ctx := context.Background()
 	f := mysql.MariaDB
@@ -108,7 +87,7 @@ func TestTLSOnMariaDB(t *testing.T) {
 		t.Fatalf("a client trusting another CA connected (err %v)", err)
 	}
 
-	src := mysql.Source{Host: "127.0.0.1", Port: servers[0].Port, User: mariadb.ReplUser, Password: mariadb.ReplPassword, ConnectRetry: 1, TLSCAFile: filepath.Join(dir, "ca.crt")}
+	src := mysql.Source{Host: "127.0.0.1", Port: servers[0].Port, User: mariadb.ReplUser, Password: mariadb.ReplPassword, ConnectRetry: 1, TLSCAFile: files.CAFile()}
 	if err := primary.ExecSQL(ctx, f.SetReadOnly(false)); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +150,7 @@ func TestTLSOnMariaDB(t *testing.T) {
 		t.Fatal("the server did not present the first certificate")
 	}
 	seen.mu.Unlock()
-	second := tlsFiles(t, dir, ca)
+	second := files.Renew(t)
 	if err := primary.ExecSQL(ctx, f.ReloadTLS()); err != nil {
 		t.Fatalf("%s: %v", f.ReloadTLS(), err)
 	}

@@ -111,7 +111,7 @@ func Start(t T, n int, o Options) []*Server {
 		cnf = defaultMyCnf
 	}
 	if o.TLS != nil {
-		cnf += o.TLS.myCnf()
+		cnf += o.TLS.MyCnf()
 	}
 	servers := make([]*Server, n)
 	for i := range n {

@@ -16,6 +16,8 @@ import (
 type TLSFiles struct {
 	Dir string
 	CA  *pki.KeyPair
+	// Server is the server certificate last written (Renew replaces it).
+	Server *pki.KeyPair
 }
 
 // NewTLSFiles writes a new CA and a server certificate into a temporary directory.
@@ -25,24 +27,33 @@ func NewTLSFiles(t T) *TLSFiles {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := pki.Issue(ca, pki.Request{CommonName: "test", DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Lifetime: 24 * time.Hour}, time.Now())
+	f := &TLSFiles{Dir: t.TempDir(), CA: ca}
+	f.Renew(t)
+	return f
+}
+
+// Renew issues a new server certificate under the same CA and writes all three files, as a
+// renewal updates the mounted Secret; a server picks it up on FLUSH SSL.
+func (f *TLSFiles) Renew(t T) *pki.KeyPair {
+	t.Helper()
+	kp, err := pki.Issue(f.CA, pki.Request{CommonName: "test", DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Lifetime: 24 * time.Hour}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &TLSFiles{Dir: t.TempDir(), CA: ca}
-	for name, b := range map[string][]byte{"ca.crt": ca.CertPEM, "tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM} {
+	for name, b := range map[string][]byte{"ca.crt": f.CA.CertPEM, "tls.crt": kp.CertPEM, "tls.key": kp.KeyPEM} {
 		if err := os.WriteFile(filepath.Join(f.Dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return f
+	f.Server = kp
+	return kp
 }
 
 // CAFile is the CA bundle's path.
 func (f *TLSFiles) CAFile() string { return filepath.Join(f.Dir, "ca.crt") }
 
-// myCnf is the [mysqld] part that serves the files.
-func (f *TLSFiles) myCnf() string {
+// MyCnf is the [mysqld] part that serves the files.
+func (f *TLSFiles) MyCnf() string {
 	return "\n[mysqld]\nssl_ca = " + f.CAFile() + "\nssl_cert = " + filepath.Join(f.Dir, "tls.crt") + "\nssl_key = " + filepath.Join(f.Dir, "tls.key") + "\n"
 }
 

@@ -7,7 +7,11 @@
 //   - the operator's API requests per cluster (its own mysqlop_api_requests_total),
 //   - the operator's peak RSS (VmHWM).
 //
-// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 20,100   (or make bench)
+// With -tls on,off it repeats each run with the clusters' TLS on (the default: the operator
+// issues a CA and a server certificate per cluster, three more Secrets) and off
+// (spec.tls.disabled), so the cost of certificates shows in the same table.
+//
+// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 20,100 [-tls on,off]   (or make bench)
 package main
 
 import (
@@ -37,6 +41,7 @@ import (
 
 type result struct {
 	qps                int
+	tls                bool
 	clusters           int
 	children, ready    time.Duration
 	requestsPerCluster float64
@@ -49,7 +54,20 @@ func main() {
 	qpsList := flag.String("qps", "20,100", "comma-separated --kube-api-qps settings (burst is twice the QPS)")
 	nodes := flag.Int("nodes", 10, "kwok nodes")
 	timeout := flag.Duration("timeout", 20*time.Minute, "limit for one run")
+	tlsList := flag.String("tls", "on", "comma-separated TLS settings of the clusters: on (the default spec) and/or off (spec.tls.disabled)")
 	flag.Parse()
+	var tlsModes []bool
+	for _, m := range strings.Split(*tlsList, ",") {
+		switch strings.TrimSpace(m) {
+		case "on":
+			tlsModes = append(tlsModes, true)
+		case "off":
+			tlsModes = append(tlsModes, false)
+		default:
+			fmt.Fprintf(os.Stderr, "-tls: %q is neither on nor off\n", m)
+			os.Exit(2)
+		}
+	}
 
 	bin, err := buildOperator()
 	if err != nil {
@@ -61,28 +79,37 @@ func main() {
 	var results []result
 	for _, q := range ints(*qpsList) {
 		for _, n := range ints(*clusters) {
-			fmt.Fprintf(os.Stderr, "run: qps=%d clusters=%d\n", q, n)
-			r := runOnce(bin, q, n, *nodes, *timeout)
-			if r.err != nil {
-				fmt.Fprintf(os.Stderr, "  failed: %v\n", r.err)
+			for _, tls := range tlsModes {
+				fmt.Fprintf(os.Stderr, "run: qps=%d clusters=%d tls=%s\n", q, n, onOff(tls))
+				r := runOnce(bin, q, n, *nodes, tls, *timeout)
+				if r.err != nil {
+					fmt.Fprintf(os.Stderr, "  failed: %v\n", r.err)
+				}
+				results = append(results, r)
 			}
-			results = append(results, r)
 		}
 	}
-	fmt.Printf("\n| QPS/burst | clusters | all children + status | all Ready | API requests / cluster | operator peak RSS |\n")
-	fmt.Printf("|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| QPS/burst | clusters | TLS | all children + status | all Ready | API requests / cluster | operator peak RSS |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
 		if r.err != nil {
-			fmt.Printf("| %d/%d | %d | failed: %v | | | |\n", r.qps, 2*r.qps, r.clusters, r.err)
+			fmt.Printf("| %d/%d | %d | %s | failed: %v | | | |\n", r.qps, 2*r.qps, r.clusters, onOff(r.tls), r.err)
 			continue
 		}
-		fmt.Printf("| %d/%d | %d | %.1f s | %.1f s | %.1f | %.0f MiB |\n", r.qps, 2*r.qps, r.clusters,
+		fmt.Printf("| %d/%d | %d | %s | %.1f s | %.1f s | %.1f | %.0f MiB |\n", r.qps, 2*r.qps, r.clusters, onOff(r.tls),
 			r.children.Seconds(), r.ready.Seconds(), r.requestsPerCluster, r.peakRSSMiB)
 	}
 }
 
-func runOnce(bin string, qps, n, nodes int, timeout time.Duration) (r result) {
-	r = result{qps: qps, clusters: n}
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration) (r result) {
+	r = result{qps: qps, clusters: n, tls: tls}
 	cp, err := framework.Start(framework.Options{KwokNodes: nodes})
 	if err != nil {
 		r.err = err
@@ -138,7 +165,7 @@ func runOnce(bin string, qps, n, nodes int, timeout time.Duration) (r result) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, cluster(ns, fmt.Sprintf("c%04d", i)), metav1.CreateOptions{}); err != nil {
+			if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, cluster(ns, fmt.Sprintf("c%04d", i), tls), metav1.CreateOptions{}); err != nil {
 				errs <- err
 			}
 		}()
@@ -156,7 +183,7 @@ func runOnce(bin string, qps, n, nodes int, timeout time.Duration) (r result) {
 			return r
 		}
 		time.Sleep(500 * time.Millisecond)
-		done, ready, err := progress(ctx, cp, mysql, ns)
+		done, ready, err := progress(ctx, cp, mysql, ns, tls)
 		if err != nil {
 			continue
 		}
@@ -177,8 +204,8 @@ func runOnce(bin string, qps, n, nodes int, timeout time.Duration) (r result) {
 	return r
 }
 
-func cluster(ns, name string) *v1alpha1.MySQLCluster {
-	return &v1alpha1.MySQLCluster{
+func cluster(ns, name string, tls bool) *v1alpha1.MySQLCluster {
+	c := &v1alpha1.MySQLCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1alpha1.MySQLClusterSpec{Flavor: v1alpha1.FlavorMariaDB, Members: 3, Version: "10.11.6",
 			VolumeClaimTemplate: &corev1.PersistentVolumeClaimSpec{
@@ -186,10 +213,15 @@ func cluster(ns, name string) *v1alpha1.MySQLCluster {
 				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			}},
 	}
+	if !tls {
+		c.Spec.TLS = v1alpha1.TLSSpec{Disabled: true}
+	}
+	return c
 }
 
-// progress counts clusters with all seven children and a written status, and Healthy clusters.
-func progress(ctx context.Context, cp *framework.ControlPlane, mysql versioned.Interface, ns string) (done, ready int, err error) {
+// progress counts clusters with all their children (seven, ten with TLS: the CA key, the
+// servers' certificate and the CA bundle) and a written status, and Healthy clusters.
+func progress(ctx context.Context, cp *framework.ControlPlane, mysql versioned.Interface, ns string, tls bool) (done, ready int, err error) {
 	names := map[string]bool{}
 	add := func(kind, name string) { names[kind+"/"+name] = true }
 	secrets, err := cp.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
@@ -235,7 +267,8 @@ func progress(ctx context.Context, cp *framework.ControlPlane, mysql versioned.I
 		n := c.Name
 		if c.Status.ObservedGeneration >= 1 && names["secret/"+n+"-credentials"] && names["configmap/"+n+"-config"] &&
 			names["service/"+n+"-headless"] && names["service/"+n+"-primary"] && names["service/"+n+"-replicas"] &&
-			names["pdb/"+n] && names["statefulset/"+n] {
+			names["pdb/"+n] && names["statefulset/"+n] &&
+			(!tls || names["secret/"+n+"-ca-key"] && names["secret/"+n+"-tls"] && names["secret/"+n+"-ca"]) {
 			done++
 		}
 		if c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == 3 {
