@@ -46,9 +46,9 @@ const (
 // by spec.members and kubectl scale; a version upgrade rolls replicas first and the primary
 // last; the operator pod killed during a failover converges; backups to S3 from a replica, a
 // logical and a physical restore (every member restarted onto the backup's datadir) and a new
-// cluster bootstrapped from the physical backup; deleting the cluster keeps the claims. TLS is
-// on throughout, and its certificate is rotated under a writer first. Each step needs the ones
-// before it.
+// cluster bootstrapped from the physical backup; deleting the cluster keeps the claims. After the
+// failover, kubectl logs, exec and port-forward are used on the members. TLS is on throughout,
+// and its certificate is rotated under a writer first. Each step needs the ones before it.
 func TestUserJourneys(t *testing.T) {
 	ctx := context.Background()
 	// The members' pods must pass the restricted Pod Security profile.
@@ -114,6 +114,8 @@ func TestUserJourneys(t *testing.T) {
 		waitServiceEndpoints(t, name+"-primary", newPrimary)
 		primary = newPrimary
 	})
+
+	t.Run("kubectl logs, exec and port-forward on the members", func(t *testing.T) { kubectlJourney(t, primary) })
 
 	t.Run("deleted replica comes back with its data", func(t *testing.T) {
 		replica := otherThan(members(3), primary)[0]

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/mysqlop/mysql-operator/pkg/pki"
 	"github.com/mysqlop/mysql-operator/test/proc"
 )
 
@@ -59,6 +60,9 @@ type ControlPlane struct {
 	Kube kubernetes.Interface
 	// Version is the apiserver's version.
 	Version string
+	// KubeletClientCAFile is the CA of the certificate the API server presents to kubelets
+	// (for logs, exec and port-forward): a kubelet that serves those verifies it.
+	KubeletClientCAFile string
 
 	procs  []*process
 	cancel context.CancelFunc
@@ -144,7 +148,13 @@ func Start(o Options) (cp *ControlPlane, err error) {
 		"--authorization-mode", "Node,RBAC",
 		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
 		"--service-cluster-ip-range", "10.96.0.0/16",
-		"--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000"); err != nil {
+		"--max-requests-inflight", "2000", "--max-mutating-requests-inflight", "1000",
+		// kubectl logs/exec/port-forward: the API server dials a node's InternalIP (local
+		// node names do not resolve) and presents this certificate; it does not verify the
+		// kubelet's (no --kubelet-certificate-authority), as by default.
+		"--kubelet-preferred-address-types", "InternalIP",
+		"--kubelet-client-certificate", filepath.Join(dir, "kubelet-client.crt"),
+		"--kubelet-client-key", filepath.Join(dir, "kubelet-client.key")); err != nil {
 		return cp, err
 	}
 	cp.Config = &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, QPS: 500, Burst: 1000}
@@ -281,11 +291,22 @@ func (cp *ControlPlane) writeCredentials() (string, error) {
 		"sa.pub":     pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}),
 		"tokens.csv": []byte(token + `,admin,admin,"system:masters"` + "\n"),
 	}
+	// The API server's client certificate towards kubelets, under a CA of its own.
+	ca, err := pki.NewCA("kubelet client CA", time.Now(), 10*365*24*time.Hour)
+	if err != nil {
+		return "", fmt.Errorf("kubelet client CA: %w", err)
+	}
+	client, err := pki.Issue(ca, pki.Request{CommonName: "kube-apiserver-kubelet-client", Lifetime: 10 * 365 * 24 * time.Hour}, time.Now())
+	if err != nil {
+		return "", fmt.Errorf("kubelet client certificate: %w", err)
+	}
+	files["kubelet-client-ca.crt"], files["kubelet-client.crt"], files["kubelet-client.key"] = ca.CertPEM, client.CertPEM, client.KeyPEM
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(cp.Dir, name), data, 0o600); err != nil {
 			return "", fmt.Errorf("write %s: %w", name, err)
 		}
 	}
+	cp.KubeletClientCAFile = filepath.Join(cp.Dir, "kubelet-client-ca.crt")
 	return token, nil
 }
 

@@ -118,6 +118,7 @@ func Start(o Options) (c *Cluster, err error) {
 	c.kubelet = exec.Command(filepath.Join(bin, "local-kubelet"), "--kubeconfig", c.CP.Kubeconfig,
 		"--nodes", strings.Join(nodes, ","), "--instance", o.Instance, "--bridge", o.Bridge, "--cidr", o.CIDR,
 		"--state-dir", c.StateDir, "--apiserver-host", u.Hostname(), "--apiserver-port", u.Port(),
+		"--client-ca-file", c.CP.KubeletClientCAFile,
 		"--images", strings.Join(images, ","),
 		"--commands", "/mysql-agent="+filepath.Join(bin, "mysql-agent")+",/mysql-operator="+filepath.Join(bin, "mysql-operator"))
 	c.kubelet.Stdout, c.kubelet.Stderr = logf, logf

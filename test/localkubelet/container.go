@@ -39,6 +39,9 @@ type container struct {
 	started bool
 	// done: an init container that succeeded, or a container that will not restart.
 	done bool
+	// runs are the container's last two runs in its log file (kubectl logs --previous reads
+	// the one before the current).
+	runs []logRun
 }
 
 // PIDFile is where the runtime records the pid of a container's current process, for tests
@@ -47,7 +50,8 @@ func PIDFile(stateDir string, podUID, container string) string {
 	return filepath.Join(stateDir, "pods", podUID, container+".pid")
 }
 
-// LogFile is a container's log (all its runs, appended).
+// LogFile is a container's log: all its runs appended, each line stamped with the time it was
+// written (RFC 3339, then a space), as a kubelet's CRI log keeps them.
 func LogFile(stateDir string, podUID, container string) string {
 	return filepath.Join(stateDir, "pods", podUID, "logs", container+".log")
 }
@@ -102,17 +106,40 @@ func (c *container) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer logf.Close()
+	st, err := logf.Stat()
+	if err != nil {
+		logf.Close()
+		return err
+	}
+	// A pipe of our own rather than an io.Writer, so that Wait does not wait for whatever the
+	// container spawned and left holding its output.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		logf.Close()
+		return err
+	}
 	cmd := exec.Command("ip", "netns", "exec", pn.Namespace, w.r.opts.Self, "exec-container", specPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Stdout, cmd.Stderr = pw, pw
 	// Its own process group, so that a stop reaches what the container spawned too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		logf.Close()
 		return fmt.Errorf("start %s: %w", argv[0], err)
 	}
+	run := logRun{start: st.Size(), done: make(chan struct{})}
+	go func() {
+		defer close(run.done)
+		defer logf.Close()
+		defer pr.Close()
+		stampLines(pr, logf, time.Now)
+	}()
 	_ = os.WriteFile(PIDFile(w.r.opts.StateDir, string(w.pod.UID), c.spec.Name), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
 	exited := make(chan struct{})
 	c.mu.Lock()
+	c.runs = append(c.runs[max(len(c.runs)-1, 0):], run)
 	c.proc, c.exited = cmd.Process, exited
 	c.running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
 	c.waiting, c.ready, c.started = "", false, c.spec.StartupProbe == nil

@@ -36,18 +36,26 @@ type Mount struct {
 	ReadOnly bool   `json:"readOnly,omitempty"`
 }
 
+func readExecSpec(path string) (ExecSpec, error) {
+	var s ExecSpec
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("read exec spec: %w", err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("parse exec spec %s: %w", path, err)
+	}
+	return s, nil
+}
+
 // ExecContainer is the helper's body (the binary's exec-container subcommand). It only
 // returns on error.
 func ExecContainer(specPath string) error {
 	// The UTS namespace is per thread until exec: stay on one thread from unshare to exec.
 	runtime.LockOSThread()
-	b, err := os.ReadFile(specPath)
+	s, err := readExecSpec(specPath)
 	if err != nil {
-		return fmt.Errorf("read exec spec: %w", err)
-	}
-	var s ExecSpec
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("parse exec spec %s: %w", specPath, err)
+		return err
 	}
 	// Open the command before mounting when it exists on the host: a volume at /tmp may hide
 	// it. A command inside a volume is found after mounting.

@@ -53,6 +53,11 @@ type Options struct {
 	APIServerHost, APIServerPort string
 	// Self is this program's path: containers start through its exec-container subcommand.
 	Self string
+	// ClientCAFile, when set, turns on the kubelet API (logs, exec, port-forward) for clients
+	// with a certificate under this CA (the API server's --kubelet-client-certificate).
+	ClientCAFile string
+	// APIPort is the kubelet API's port on the gateway (0: any free port).
+	APIPort int
 }
 
 // Runtime runs the pods of its nodes.
@@ -63,6 +68,8 @@ type Runtime struct {
 	cidr    *net.IPNet
 	ipam    *ipam
 	pods    corelisters.PodLister
+	// apiPort is the kubelet API's port the nodes report (0: not served).
+	apiPort int32
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
@@ -101,6 +108,10 @@ func (r *Runtime) Run(ctx context.Context) error {
 		return err
 	}
 	defer r.shutdown()
+	api, err := r.listenAPI()
+	if err != nil {
+		return err
+	}
 	// Retried: a freshly started API server may refuse the first requests.
 	var regErr error
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -136,6 +147,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 	})
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	if api != nil {
+		go r.serveAPI(ctx, api)
+	}
 	klog.InfoS("Local kubelet serving", "nodes", r.opts.Nodes, "cidr", r.opts.CIDR)
 	<-ctx.Done()
 	factory.Shutdown()

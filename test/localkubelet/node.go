@@ -53,6 +53,7 @@ func (r *Runtime) updateNodeStatus(ctx context.Context, name string) error {
 	n.Status.Capacity, n.Status.Allocatable = capacity, capacity
 	n.Status.Conditions = []corev1.NodeCondition{ready}
 	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: r.gateway.String()}, {Type: corev1.NodeHostName, Address: name}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = r.apiPort
 	n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.37.2-local", OperatingSystem: "linux", Architecture: "amd64",
 		ContainerRuntimeVersion: "local://0"}
 	if _, err := r.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {

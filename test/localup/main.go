@@ -11,6 +11,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -23,12 +25,14 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
-	mysqlsql "github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/test/framework"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
 )
@@ -37,6 +41,22 @@ import (
 var opts = localcluster.Options{Instance: "lu", Bridge: "mysqlop-lu", CIDR: "10.244.0.0/16", Nodes: 3}
 
 const operatorNamespace = "mysqlop-system"
+
+// ensureAppSecret creates the Secret the example's MySQLUser names, with a random password
+// (kept when it exists: a re-run must not change the account's password under an application).
+func ensureAppSecret(ctx context.Context, c *localcluster.Cluster) error {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "demo-app-password", Namespace: "default"},
+		StringData: map[string]string{"password": base64.RawURLEncoding.EncodeToString(b)}}
+	_, err := c.CP.Kube.CoreV1().Secrets("default").Create(ctx, sec, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create secret demo-app-password: %w", err)
+	}
+	return nil
+}
 
 func dir() string { return filepath.Join(framework.RepoRoot(), "_output", "local") }
 
@@ -211,6 +231,10 @@ func serve() error {
 	}
 	fmt.Printf("operator installed with helm and available after %v\n", time.Since(start).Round(time.Millisecond))
 	example := filepath.Join(framework.RepoRoot(), "docs", "examples", "mariadb-cluster.yaml")
+	// The example's application account takes its password from this Secret.
+	if err := ensureAppSecret(ctx, c); err != nil {
+		return err
+	}
 	applied := time.Now()
 	out, err := c.Kubectl(ctx, "apply", "-n", "default", "-f", example)
 	if err != nil {
@@ -221,35 +245,46 @@ func serve() error {
 	if err != nil {
 		return err
 	}
-	var primary string
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
 		cl, err := mysql.MysqlopV1alpha1().MySQLClusters("default").Get(ctx, "demo", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		primary = cl.Status.Primary
 		return cl.Status.Phase == v1alpha1.ClusterHealthy && cl.Status.ReadyMembers == cl.Spec.Members, nil
 	})
 	if err != nil {
 		return fmt.Errorf("example cluster not Healthy: %w (pods: %s)", err, c.StateDir)
 	}
 	toReady := time.Since(applied).Round(time.Millisecond)
-	pod, err := c.CP.Kube.CoreV1().Pods("default").Get(ctx, primary, metav1.GetOptions{})
+	// The application account is what the printed commands use: wait for it too.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		u, err := mysql.MysqlopV1alpha1().MySQLUsers("default").Get(ctx, "demo-app", metav1.GetOptions{})
+		return err == nil && meta.IsStatusConditionTrue(u.Status.Conditions, v1alpha1.ConditionReady), nil
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("example MySQLUser demo-app not Ready: %w", err)
 	}
 	kubectl := filepath.Join(framework.BinDir(), "kubectl")
 	msg := fmt.Sprintf(`
-Ready: MySQLCluster default/demo, 3 MariaDB members, apply to Ready in %v (everything in %v).
-The pods are real processes; the operator runs in-cluster (namespace %s).
+Ready: MySQLCluster default/demo, 3 MariaDB members, apply to Ready in %[1]v (everything in %[2]v).
+The pods are real processes; the operator runs in-cluster (namespace %[3]s).
 
-  export KUBECONFIG=%s
-  %s get myc,pods,svc -o wide
-  PW=$(%s get secret demo-credentials -o jsonpath='{.data.operator-password}' | base64 -d)
-  MYSQL_PWD="$PW" mariadb -h %s -u %s -e 'SELECT @@hostname, @@global.read_only'
+  export KUBECONFIG=%[4]s
+  alias kubectl=%[5]s
+  kubectl get myc,myu,mydb,pods -o wide
 
-Pod logs: %s/pods/<pod uid>/logs. Stop everything with: make local-down
-`, toReady, time.Since(start).Round(time.Millisecond), operatorNamespace, kubeconfig, kubectl, kubectl, pod.Status.PodIP, mysqlsql.OperatorUser, c.StateDir)
+Connect as the example's application account (MySQLUser demo-app: user app, schema app, TLS
+required, password from Secret demo-app-password), to the primary:
+
+  PRIMARY=$(kubectl get pod -l %[6]s=demo,%[7]s=%[8]s -o jsonpath='{.items[0].status.podIP}')
+  PW=$(kubectl get secret demo-app-password -o jsonpath='{.data.password}' | base64 -d)
+  MYSQL_PWD="$PW" mariadb --ssl -h "$PRIMARY" -u app app -e 'SELECT @@hostname, @@global.read_only'
+
+or from inside the primary's pod: kubectl exec -it "$(kubectl get pod -l %[6]s=demo,%[7]s=%[8]s -o name)" -c mysqld -- mariadb --ssl -h 127.0.0.1 -u app -p app
+Logs: kubectl logs demo-0 -c mysqld (or -c agent; --previous after a restart).
+Stop everything with: make local-down
+`, toReady, time.Since(start).Round(time.Millisecond), operatorNamespace, kubeconfig, kubectl,
+		v1alpha1.LabelCluster, v1alpha1.LabelRole, v1alpha1.RolePrimary)
 	if err := os.WriteFile(readyFile(), []byte(msg), 0o644); err != nil {
 		return err
 	}

@@ -36,6 +36,8 @@ func main() {
 		apiPort    = flag.String("apiserver-port", "443", "in-cluster API port given to containers")
 		images     = flag.String("images", "", "image=binary pairs, comma-separated: what a container of that image without a command runs")
 		commands   = flag.String("commands", "", "command=binary pairs, comma-separated: the binary here of a command path in an image")
+		clientCA   = flag.String("client-ca-file", "", "serve the kubelet API (logs, exec, port-forward) to clients with a certificate under this CA (the API server's)")
+		apiPortF   = flag.Int("port", 0, "kubelet API port on the pod network's gateway (0: any free port)")
 		sweep      = flag.Bool("sweep", false, "only remove what a runtime of this instance left behind, then exit")
 	)
 	klog.InitFlags(nil)
@@ -61,6 +63,7 @@ func main() {
 	r, err := localkubelet.New(kube, localkubelet.Options{
 		Nodes: strings.Split(*nodes, ","), Instance: *instance, Bridge: *bridge, CIDR: *cidr, StateDir: *stateDir,
 		APIServerHost: *apiHost, APIServerPort: *apiPort, Images: pairs(*images), Commands: pairs(*commands),
+		ClientCAFile: *clientCA, APIPort: *apiPortF,
 	})
 	if err != nil {
 		klog.ErrorS(err, "Options")
