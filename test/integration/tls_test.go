@@ -173,9 +173,11 @@ func TestCertManagerIssuesTheServersCertificate(t *testing.T) {
 	if ref := metav1.GetControllerOf(cert); ref == nil || ref.Name != "db" {
 		t.Errorf("Certificate controller %+v", ref)
 	}
-	if cond := tlsCondition(getCluster(t, ns, "db")); cond == nil || cond.Reason != v1alpha1.ReasonCertificatePending {
-		t.Errorf("before cert-manager wrote the Secret: %+v", cond)
-	}
+	// The status that says so is written after the Certificate is created, by the same sync.
+	eventually(t, 30*time.Second, "CertificatesReady False/CertificatePending before cert-manager wrote the Secret", func(ctx context.Context) (bool, error) {
+		cond := tlsCondition(getCluster(t, ns, "db"))
+		return cond != nil && cond.Status == metav1.ConditionFalse && cond.Reason == v1alpha1.ReasonCertificatePending, nil
+	})
 
 	ca, err := pki.NewCA("cert-manager CA", time.Now(), 24*time.Hour)
 	if err != nil {
