@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,7 +20,6 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/mysqlop/mysql-operator/pkg/resources"
-	"github.com/mysqlop/mysql-operator/test/framework"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
 )
 
@@ -101,8 +99,7 @@ func kubectlJourney(t *testing.T, primary string) {
 	if out := kubectl("exec", primary, "-c", mysqld, "--", "ls", "/var/lib/mysql/data"); !strings.Contains(out, "ibdata1") {
 		t.Errorf("the data volume is not mounted where exec runs: %q", out)
 	}
-	cmd := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl"), "--kubeconfig", lc.CP.Kubeconfig, "-n", ns,
-		"exec", "-i", primary, "-c", mysqld, "--", "tr", "a-z", "A-Z")
+	cmd := lc.KubectlCommand(ctx, "-n", ns, "exec", "-i", primary, "-c", mysqld, "--", "tr", "a-z", "A-Z")
 	cmd.Stdin = strings.NewReader("through stdin\n")
 	if out, err := cmd.CombinedOutput(); err != nil || string(out) != "THROUGH STDIN\n" {
 		t.Errorf("kubectl exec -i: %q, %v", out, err)
@@ -127,8 +124,7 @@ func kubectlJourney(t *testing.T, primary string) {
 	}
 
 	// port-forward: mysqld's greeting through a local port.
-	pf := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl"), "--kubeconfig", lc.CP.Kubeconfig, "-n", ns,
-		"port-forward", "pod/"+primary, ":3306")
+	pf := lc.KubectlCommand(ctx, "-n", ns, "port-forward", "pod/"+primary, ":3306")
 	stdout, _ := pf.StdoutPipe()
 	if err := pf.Start(); err != nil {
 		t.Fatal(err)
@@ -154,8 +150,7 @@ func followLogs(ctx context.Context, t *testing.T, podName, container string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl"), "--kubeconfig", lc.CP.Kubeconfig, "-n", ns,
-		"logs", "-f", "--tail", "1", podName, "-c", container)
+	cmd := lc.KubectlCommand(ctx, "-n", ns, "logs", "-f", "--tail", "1", podName, "-c", container)
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

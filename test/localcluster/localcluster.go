@@ -179,11 +179,17 @@ func (c *Cluster) Stop() {
 
 // Kubectl runs kubectl against the cluster and returns its combined output.
 func (c *Cluster) Kubectl(ctx context.Context, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl"), append([]string{"--kubeconfig", c.CP.Kubeconfig}, args...)...).CombinedOutput()
+	out, err := c.KubectlCommand(ctx, args...).CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// KubectlCommand is kubectl with args against the cluster, not started: for a caller that
+// streams its input or output.
+func (c *Cluster) KubectlCommand(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, filepath.Join(framework.BinDir(), "kubectl"), append([]string{"--kubeconfig", c.CP.Kubeconfig}, args...)...)
 }
 
 // InstallOperator installs the chart as release mysql-operator in namespace, with extra

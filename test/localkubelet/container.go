@@ -56,6 +56,11 @@ func LogFile(stateDir string, podUID, container string) string {
 	return filepath.Join(stateDir, "pods", podUID, "logs", container+".log")
 }
 
+// execSpecPath is where a container's ExecSpec is kept: its start and kubectl exec read it.
+func execSpecPath(podDir, container string) string {
+	return filepath.Join(podDir, container+".exec.json")
+}
+
 // start launches the container's process through the exec-container helper.
 func (c *container) start(ctx context.Context) error {
 	w := c.w
@@ -98,7 +103,7 @@ func (c *container) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	specPath := filepath.Join(w.dir, c.spec.Name+".exec.json")
+	specPath := execSpecPath(w.dir, c.spec.Name)
 	if err := os.WriteFile(specPath, b, 0o600); err != nil {
 		return err
 	}

@@ -154,10 +154,7 @@ func writeLogs(ctx context.Context, w io.Writer, flush func(), path string, star
 	if err != nil {
 		return err
 	}
-	complete := bytes.LastIndexByte(data, '\n') + 1
-	pending := data[complete:]
-	lines := bytes.SplitAfter(data[:complete], []byte{'\n'})
-	lines = lines[:len(lines)-1] // SplitAfter leaves an empty last element
+	lines, pending := completeLines(data)
 	if o.tail >= 0 && int64(len(lines)) > o.tail {
 		lines = lines[int64(len(lines))-o.tail:]
 	}
@@ -180,17 +177,13 @@ func writeLogs(ctx context.Context, w io.Writer, flush func(), path string, star
 		}
 		n, err := f.Read(buf)
 		if n > 0 {
-			data := append(pending, buf[:n]...)
-			complete := bytes.LastIndexByte(data, '\n') + 1
-			for _, l := range bytes.SplitAfter(data[:complete], []byte{'\n'}) {
-				if len(l) == 0 {
-					continue
-				}
+			lines, rest := completeLines(append(pending, buf[:n]...))
+			for _, l := range lines {
 				if err := lw.line(l); err != nil {
 					return ignoreLimit(err)
 				}
 			}
-			pending = append([]byte(nil), data[complete:]...)
+			pending = append([]byte(nil), rest...)
 			flush()
 			continue
 		}
@@ -209,6 +202,15 @@ func writeLogs(ctx context.Context, w io.Writer, flush func(), path string, star
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// completeLines splits data into its complete lines (each with its newline) and the
+// incomplete rest, which waits for more.
+func completeLines(data []byte) (lines [][]byte, rest []byte) {
+	complete := bytes.LastIndexByte(data, '\n') + 1
+	lines = bytes.SplitAfter(data[:complete], []byte{'\n'})
+	// SplitAfter leaves an empty last element.
+	return lines[:len(lines)-1], data[complete:]
 }
 
 func ignoreLimit(err error) error {

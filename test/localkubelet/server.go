@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -209,7 +208,7 @@ func (s streams) ExecInContainer(ctx context.Context, podName, _, name string, a
 	if proc == nil {
 		return fmt.Errorf("container %s is not running", name)
 	}
-	spec, err := readExecSpec(filepath.Join(w.dir, name+".exec.json"))
+	spec, err := readExecSpec(execSpecPath(w.dir, name))
 	if err != nil {
 		return err
 	}
