@@ -107,6 +107,11 @@ func TestUserJourneys(t *testing.T) {
 		acked := w.Stop()
 		t.Logf("failover: SIGKILL of %s's mysqld (kept crashing) -> %s promoted in %v, first acknowledged write on it after %v; %d writes acknowledged",
 			primary, newPrimary, promoted.Round(time.Millisecond), firstWrite.Round(time.Millisecond), len(acked))
+		// Typically under 2 s here; 10 s leaves room for a loaded CI machine while still
+		// catching a writer stalled for tens of seconds, which once went unseen for two stops.
+		if firstWrite < 0 || firstWrite > 10*time.Second {
+			t.Errorf("no acknowledged write on the new primary %s within 10 s of the SIGKILL (%v)", newPrimary, firstWrite)
+		}
 		settleAfterFailover(t, primary)
 		if lost := missing(t, newPrimary, acked); len(lost) > 0 {
 			t.Fatalf("%d acknowledged writes lost, e.g. %v", len(lost), lost[:min(5, len(lost))])

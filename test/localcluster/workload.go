@@ -6,11 +6,17 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
+
+// writeIDs numbers the rows of every writer of this process: a second writer on the same
+// table must not retry the first one's ids, each failing as a duplicate key (which once
+// looked like a 20-30 s stall of the cluster in e2e).
+var writeIDs atomic.Int64
 
 // Writer commits rows (id, 'w') into app.t through whichever member primary() names, and
 // records every id a server acknowledged, and when, per member.
@@ -30,7 +36,8 @@ func StartWriter(db func(member string) (*sql.DB, error), primary func() string)
 	w := &Writer{ackedOn: map[string][]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		for id := 1_000_000; ; id++ {
+		for {
+			id := 1_000_000 + int(writeIDs.Add(1))
 			select {
 			case <-w.quit:
 				return
