@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -179,7 +180,9 @@ func TestUsersAndDatabasesOnMariaDB(t *testing.T) {
 		return accountOn(t, servers[1], "app") != nil, nil
 	})
 	out, err := kubectl("get", "myu,mydb", "-n", ns).output()
-	if err != nil || !strings.Contains(out, "READY") || strings.Count(out, "True") != 2 {
+	// The columns show the effective account and schema, though both names are defaulted.
+	if err != nil || !regexp.MustCompile(`mysqluser.mysqlop.io/app\s+db\s+'app'@'%'\s+True\s+Reconciled`).MatchString(out) ||
+		!regexp.MustCompile(`mysqldatabase.mysqlop.io/app\s+db\s+app\s+True\s+Reconciled`).MatchString(out) {
 		t.Errorf("kubectl get myu,mydb: %v\n%s", err, out)
 	}
 

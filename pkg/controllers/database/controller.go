@@ -174,6 +174,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	st := cached.Status.DeepCopy()
 	st.ObservedGeneration = cached.Generation
 	st.CharacterSet, st.Collation = have.CharacterSet, have.Collation
+	st.Database = name
 	if created {
 		st.Schema = name
 	} else {

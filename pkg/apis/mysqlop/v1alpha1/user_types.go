@@ -10,8 +10,7 @@ import (
 // +kubebuilder:resource:shortName=myu,categories=mysqlop
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
-// +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user`
-// +kubebuilder:printcolumn:name="Host",type=string,JSONPath=`.spec.host`
+// +kubebuilder:printcolumn:name="Account",type=string,JSONPath=`.status.account`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -164,7 +163,9 @@ type MySQLUserList struct {
 // +kubebuilder:resource:shortName=mydb,categories=mysqlop
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
-// +kubebuilder:printcolumn:name="Database",type=string,JSONPath=`.spec.name`
+// +kubebuilder:printcolumn:name="Database",type=string,JSONPath=`.status.database`
+// +kubebuilder:printcolumn:name="Adopted",type=boolean,JSONPath=`.status.adopted`,priority=1
+// +kubebuilder:printcolumn:name="Charset",type=string,JSONPath=`.status.characterSet`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -232,6 +233,11 @@ type MySQLDatabaseStatus struct {
 	// schema it did not create (adopted, or one it is refused) is never dropped.
 	// +optional
 	Schema string `json:"schema,omitempty"`
+	// Database is the schema this MySQLDatabase manages (created or adopted), spec.name or
+	// its default, set once it matches the spec. It is for display: Schema alone records
+	// ownership.
+	// +optional
+	Database string `json:"database,omitempty"`
 	// Adopted is set when the schema existed before this MySQLDatabase and it manages it
 	// through spec.adoptExisting.
 	// +optional

@@ -35,6 +35,10 @@ type MySQLDatabaseStatusApplyConfiguration struct {
 	// Schema is the schema this MySQLDatabase created, recorded before it creates it. A
 	// schema it did not create (adopted, or one it is refused) is never dropped.
 	Schema *string `json:"schema,omitempty"`
+	// Database is the schema this MySQLDatabase manages (created or adopted), spec.name or
+	// its default, set once it matches the spec. It is for display: Schema alone records
+	// ownership.
+	Database *string `json:"database,omitempty"`
 	// Adopted is set when the schema existed before this MySQLDatabase and it manages it
 	// through spec.adoptExisting.
 	Adopted *bool `json:"adopted,omitempty"`
@@ -77,6 +81,14 @@ func (b *MySQLDatabaseStatusApplyConfiguration) WithCollation(value string) *MyS
 // If called multiple times, the Schema field is set to the value of the last call.
 func (b *MySQLDatabaseStatusApplyConfiguration) WithSchema(value string) *MySQLDatabaseStatusApplyConfiguration {
 	b.Schema = &value
+	return b
+}
+
+// WithDatabase sets the Database field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Database field is set to the value of the last call.
+func (b *MySQLDatabaseStatusApplyConfiguration) WithDatabase(value string) *MySQLDatabaseStatusApplyConfiguration {
+	b.Database = &value
 	return b
 }
 
