@@ -67,17 +67,6 @@ var certificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Help: "When the servers' TLS certificate of a MySQLCluster expires, in seconds since the epoch.",
 }, []string{"namespace", "cluster"})
 
-// SetCertificateExpiry records when the servers' certificate of cluster namespace/name expires.
-func SetCertificateExpiry(namespace, name string, at time.Time) {
-	certificateExpiry.WithLabelValues(namespace, name).Set(float64(at.Unix()))
-}
-
-// ForgetCluster drops the per-cluster series of namespace/name (the cluster is gone, or has
-// no certificate any more).
-func ForgetCluster(namespace, name string) {
-	certificateExpiry.DeleteLabelValues(namespace, name)
-}
-
 // Handler serves the registry in the Prometheus text format.
 func Handler() http.Handler {
 	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{Registry: Registry})

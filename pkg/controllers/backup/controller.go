@@ -37,6 +37,7 @@ import (
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
@@ -126,6 +127,9 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	switch cached.Status.Phase {
 	case v1alpha1.JobComplete, v1alpha1.JobFailed:
 		c.release(cached.Namespace+"/"+cached.Spec.ClusterRef.Name, key)
+		if st := cached.Status; st.Phase == v1alpha1.JobComplete && st.StartTime != nil && st.CompletionTime != nil {
+			metrics.ObserveBackup(cached.Namespace, cached.Spec.ClusterRef.Name, st.StartTime.Time, st.CompletionTime.Time, st.SizeBytes)
+		}
 		return ctrl.Result{}, nil
 	case v1alpha1.JobRunning:
 		return c.follow(ctx, key, cached)

@@ -32,6 +32,7 @@ import (
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/metrics"
 )
 
 // Name is the controller's name in logs, metrics and its workqueue.
@@ -160,6 +161,7 @@ func parse(spec *v1alpha1.MySQLBackupScheduleSpec) (cron.Schedule, error) {
 func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	cached, err := c.schedules.MySQLBackupSchedules(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) || (err == nil && cached.DeletionTimestamp != nil) {
+		metrics.ForgetSchedule(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -190,6 +192,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	now := c.now()
 	p := decide(now, last, sched, &cached.Spec, backups)
 	status.Active, status.LastSuccessfulBackup = p.Active, p.LastSuccessful
+	metrics.ObserveSchedule(key.Namespace, key.Name, cached.Spec.BackupTemplate.ClusterRef.Name, lastSuccess(cached, backups), interval(sched, p.Next))
 
 	client := c.mysql.MysqlopV1alpha1().MySQLBackups(key.Namespace)
 	for _, name := range p.Prune {

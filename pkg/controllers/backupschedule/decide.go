@@ -104,3 +104,28 @@ func decide(now, last time.Time, sched Schedule, spec *v1alpha1.MySQLBackupSched
 	}
 	return p
 }
+
+// lastSuccess is when the newest complete backup of s completed, or when s was created while
+// none has: the time from which an alert measures how overdue the schedule's backups are.
+func lastSuccess(s *v1alpha1.MySQLBackupSchedule, backups []*v1alpha1.MySQLBackup) time.Time {
+	t := s.CreationTimestamp.Time
+	for _, b := range backups {
+		if b.Status.Phase == v1alpha1.JobComplete && b.Status.CompletionTime != nil && b.Status.CompletionTime.After(t) {
+			t = b.Status.CompletionTime.Time
+		}
+	}
+	return t
+}
+
+// interval is the time between the schedule's runs at next and the one after it; 0 when
+// there is no next run (suspended).
+func interval(sched Schedule, next time.Time) time.Duration {
+	if next.IsZero() {
+		return 0
+	}
+	after := sched.Next(next)
+	if after.IsZero() {
+		return 0
+	}
+	return after.Sub(next)
+}

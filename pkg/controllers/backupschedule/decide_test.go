@@ -99,3 +99,31 @@ func TestParse(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+func TestLastSuccessAndInterval(t *testing.T) {
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &v1alpha1.MySQLBackupSchedule{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created)}}
+	done := func(phase v1alpha1.JobPhase, at time.Time) *v1alpha1.MySQLBackup {
+		t := metav1.NewTime(at)
+		return &v1alpha1.MySQLBackup{Status: v1alpha1.MySQLBackupStatus{Phase: phase, CompletionTime: &t}}
+	}
+	if got := lastSuccess(s, nil); !got.Equal(created) {
+		t.Errorf("no backup: %v, want the schedule's creation", got)
+	}
+	newest := created.Add(48 * time.Hour)
+	got := lastSuccess(s, []*v1alpha1.MySQLBackup{done(v1alpha1.JobComplete, created.Add(24*time.Hour)), done(v1alpha1.JobComplete, newest),
+		done(v1alpha1.JobFailed, created.Add(72*time.Hour))})
+	if !got.Equal(newest) {
+		t.Errorf("last success %v, want the newest complete backup's %v (a failed one does not count)", got, newest)
+	}
+	daily, err := parse(&v1alpha1.MySQLBackupScheduleSpec{Schedule: "@daily"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := interval(daily, created); got != 24*time.Hour {
+		t.Errorf("interval %v, want 24h", got)
+	}
+	if got := interval(daily, time.Time{}); got != 0 {
+		t.Errorf("interval with no next run %v, want 0", got)
+	}
+}

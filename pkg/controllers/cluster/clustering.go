@@ -19,6 +19,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/events"
+	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/resources/certs"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
@@ -34,7 +35,9 @@ type runnerConfig struct {
 	replPass     string
 	primary      int
 	switchoverTo int
-	pods         []string
+	// switchoverWhy is why switchoverTo is set, for the primary-change metric.
+	switchoverWhy string
+	pods          []string
 	// fence stops writes, naming who asked ("" for none); clearErrant forgets errant members.
 	fence       string
 	clearErrant bool
@@ -123,7 +126,7 @@ func (rs *runners) ensureRunner(ctx context.Context, key cache.ObjectName, clust
 	}
 	// The fence and the re-seed policy reach the running manager at its next round, without
 	// a new one.
-	r.cfg.fence, r.cfg.clearErrant, r.cfg.reseed = cfg.fence, cfg.clearErrant, cfg.reseed
+	r.cfg.fence, r.cfg.clearErrant, r.cfg.reseed, r.cfg.switchoverWhy = cfg.fence, cfg.clearErrant, cfg.reseed, cfg.switchoverWhy
 	return r
 }
 
@@ -228,8 +231,10 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			events.ClusteringFailed.Record(c.recorder, cluster, d.Op.Kind, err)
 		case d.Op.Kind == clustering.OpFailover:
 			events.FailOver.Record(c.recorder, cluster, name(d.Op.From), name(d.Op.Primary))
+			metrics.PrimaryChanged(cluster.Namespace, cluster.Name, "failover", "primary_unreachable")
 		case d.Op.Kind == clustering.OpSwitchover:
 			events.SwitchOver.Record(c.recorder, cluster, name(d.Op.From), name(d.Op.Primary))
+			metrics.PrimaryChanged(cluster.Namespace, cluster.Name, "switchover", cfg.switchoverWhy)
 		case d.Op.Kind == clustering.OpFenceWritable && slices.Equal(d.Op.Targets, []int{d.Op.Primary}):
 			events.WritesStopped.Record(c.recorder, cluster, name(d.Op.Primary), cfg.fence)
 		case d.Op.Kind == clustering.OpReseed:

@@ -218,6 +218,19 @@ func switchoverTarget(requested, setName string, desired int32, plan podPlan, d 
 	return -1, true
 }
 
+// switchoverReason says why switchoverTarget moves the primary, for the metric of primary
+// changes: a request (the annotation), a scale-in below the primary's ordinal, or a restart
+// of the primary's pod.
+func switchoverReason(requested string, desired int32, d *clustering.Decision) string {
+	switch {
+	case requested != "":
+		return "requested"
+	case d != nil && d.Primary >= int(desired):
+		return "scale_in"
+	}
+	return "restart"
+}
+
 // observed is everything computeStatus reads.
 type observed struct {
 	Cluster *v1alpha1.MySQLCluster // defaulted copy, spec.version already decided

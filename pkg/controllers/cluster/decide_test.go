@@ -477,3 +477,22 @@ func TestComputeStatusFenced(t *testing.T) {
 		t.Error("phase Fenced before clustering applied the fence")
 	}
 }
+
+func TestSwitchoverReason(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		requested string
+		d         *clustering.Decision
+		want      string
+	}{
+		{"annotation", "db-1", &clustering.Decision{Primary: 0}, "requested"},
+		{"annotation wins over a scale-in", "db-0", &clustering.Decision{Primary: 2}, "requested"},
+		{"primary above the new count", "", &clustering.Decision{Primary: 2}, "scale_in"},
+		{"primary's pod restarts", "", &clustering.Decision{Primary: 0}, "restart"},
+		{"no decision yet", "", nil, "restart"},
+	} {
+		if got := switchoverReason(tc.requested, 2, tc.d); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

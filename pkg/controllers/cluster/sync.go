@@ -39,6 +39,14 @@ import (
 // Sync reconciles one MySQLCluster. A nil return means "done until something changes"; an
 // error means "retry with backoff" and is only returned for transient failures.
 func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
+	res, err := c.sync(ctx, key)
+	if err != nil {
+		metrics.ClusterReconcileFailed(key.Namespace, key.Name)
+	}
+	return res, err
+}
+
+func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	logger := klog.FromContext(ctx)
 	cached, err := c.clusters.MySQLClusters(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
@@ -65,6 +73,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		if conditionChanged(cached.Status.Conditions, st.Conditions, v1alpha1.ConditionAccepted) {
 			events.InvalidSpec.Record(c.recorder, cached, msg)
 		}
+		metrics.ObserveCluster(cluster.Namespace, cluster.Name, cluster.Spec.Members, &st)
 		// No retry: the next edit of the spec brings the cluster back to the queue.
 		return ctrl.Result{}, c.writeStatus(ctx, cached, st)
 	}
@@ -126,11 +135,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		Clustering: view, Fence: f.Reason, Archive: c.archiveView(key), Backups: c.completeBackups(cluster),
 		TLS: children.tls,
 	})
-	if t := st.TLS; t != nil && t.ServerNotAfter != nil {
-		metrics.SetCertificateExpiry(cluster.Namespace, cluster.Name, t.ServerNotAfter.Time)
-	} else {
-		metrics.ForgetCluster(cluster.Namespace, cluster.Name)
-	}
+	metrics.ObserveCluster(cluster.Namespace, cluster.Name, desiredMembers, &st)
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
@@ -342,7 +347,7 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 	if hold {
 		plan.Restart = nil
 	}
-	cfg.switchoverTo = target
+	cfg.switchoverTo, cfg.switchoverWhy = target, switchoverReason(requested, desiredMembers, prev)
 	d, observedInstances := c.clusterings.ensure(ctx, key, cluster, cfg)
 	if d == nil {
 		return nil, plan, nil

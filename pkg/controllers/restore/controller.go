@@ -44,6 +44,7 @@ import (
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/informerset"
+	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 )
 
@@ -159,14 +160,17 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Result, error) {
 	cached, err := c.restores.MySQLRestores(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		metrics.ForgetRestore(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("get restore %s: %w", key, err)
 	}
 	if cached.DeletionTimestamp != nil {
+		metrics.ForgetRestore(key.Namespace, key.Name)
 		return untilScratchGone(ctrl.Result{}, c.finalize(ctx, cached))
 	}
+	metrics.ObserveRestore(key.Namespace, key.Name, cached.Spec.ClusterRef.Name, cached.Status.Phase == v1alpha1.JobFailed)
 	switch cached.Status.Phase {
 	case v1alpha1.JobComplete, v1alpha1.JobFailed:
 		return untilScratchGone(ctrl.Result{}, c.release(ctx, cached)) // left behind when the process stopped in between
