@@ -179,15 +179,12 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descArchiveLag, descArchiveLagBytes, descArchiveLast, descArchiveFailing} {
 		ch <- d
 	}
+	for _, d := range serverDescs() {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	b := func(v bool) float64 {
-		if v {
-			return 1
-		}
-		return 0
-	}
 	c.s.archiving.mu.Lock()
 	a := c.s.archiving.state
 	c.s.archiving.mu.Unlock()
@@ -213,5 +210,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if r.LagSeconds != nil {
 			ch <- prometheus.MustNewConstMetric(descLag, prometheus.GaugeValue, float64(*r.LagSeconds))
 		}
+	}
+	for _, m := range c.s.serverMetrics(context.Background(), st) {
+		ch <- m
 	}
 }

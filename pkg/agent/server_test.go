@@ -6,9 +6,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/mysqlop/mysql-operator/pkg/agent"
 	"github.com/mysqlop/mysql-operator/pkg/agentapi"
@@ -79,11 +82,36 @@ func TestServeOnMariaDB(t *testing.T) {
 		t.Error("the status API shows a password")
 	}
 
-	_, m := get(t, metrics.URL+"/metrics", "")
-	for _, want := range []string{"mysqlop_agent_mysql_up 1", "mysqlop_agent_ready 1", "mysqlop_agent_replica_io_running 1", "mysqlop_agent_mysql_read_only 1"} {
-		if !strings.Contains(m, want) {
+	// Something to count on the replica: a row replicated from the primary.
+	if err := primary.Admin().ExecSQL(context.Background(), "CREATE DATABASE metrics_probe", "CREATE TABLE metrics_probe.t (id INT PRIMARY KEY)", "INSERT INTO metrics_probe.t VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+	var m string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if _, m = get(t, metrics.URL+"/metrics", ""); metricValue(m, `mysqlop_mysql_row_operations_total{operation="inserted"}`) >= 1 {
+			break
+		}
+	}
+	for _, want := range []string{"mysqlop_agent_mysql_up 1", "mysqlop_agent_ready 1", "mysqlop_agent_replica_io_running 1", "mysqlop_agent_mysql_read_only 1",
+		"mysqlop_mysql_semi_sync_replica_active 0", "mysqlop_mysql_semi_sync_source_active 0"} {
+		if !strings.Contains(m, want+"\n") {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+	// The server's own figures, read from this real server.
+	if v := metricValue(m, "mysqlop_mysql_uptime_seconds"); v < 0 {
+		t.Error("no mysqlop_mysql_uptime_seconds")
+	}
+	for _, series := range []string{"mysqlop_mysql_connections_total", "mysqlop_mysql_threads_connected",
+		"mysqlop_mysql_queries_total", `mysqlop_mysql_commands_total{command="select"}`, `mysqlop_mysql_row_operations_total{operation="inserted"}`,
+		`mysqlop_mysql_innodb_buffer_pool_bytes{state="data"}`, "mysqlop_mysql_innodb_buffer_pool_size_bytes", "mysqlop_mysql_max_connections",
+		"mysqlop_mysql_binlog_files", "mysqlop_mysql_binlog_size_bytes", `mysqlop_mysql_gtid_sequence{domain="0"}`} {
+		if v := metricValue(m, series); v <= 0 {
+			t.Errorf("%s = %v, want > 0", series, v)
+		}
+	}
+	if problems, err := promlint.New(strings.NewReader(m)).Lint(); err != nil || len(problems) > 0 {
+		t.Errorf("metric names and help break Prometheus conventions: %v %+v", err, problems)
 	}
 
 	replica.Kill()
@@ -107,4 +135,18 @@ func TestReadyKeepsReplicationErrorsOutOfItsReason(t *testing.T) {
 	if ready || strings.Contains(why, "4111") || strings.Contains(why, "Duplicate") {
 		t.Errorf("Ready = %v, %q", ready, why)
 	}
+}
+
+// metricValue is the value of the series named exactly (name and labels) in a text
+// exposition, or -1 when it is absent.
+func metricValue(exposition, series string) float64 {
+	for _, line := range strings.Split(exposition, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
 }

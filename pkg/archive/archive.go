@@ -17,7 +17,6 @@ package archive
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -232,29 +231,15 @@ func (a *Archiver) binaryLogs(ctx context.Context) (uint32, []string, error) {
 	if err := a.In.DB.QueryRowContext(ctx, "SELECT @@server_id").Scan(&id); err != nil {
 		return 0, nil, fmt.Errorf("read server_id: %w", err)
 	}
-	rows, err := a.In.DB.QueryContext(ctx, "SHOW BINARY LOGS")
-	if err != nil {
-		return 0, nil, fmt.Errorf("list binary logs: %w", err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
+	logs, err := a.In.BinaryLogs(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	var files []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		var name string
-		vals[0] = &name
-		for i := 1; i < len(cols); i++ {
-			vals[i] = new(sql.RawBytes)
-		}
-		if err := rows.Scan(vals...); err != nil {
-			return 0, nil, fmt.Errorf("list binary logs: %w", err)
-		}
-		files = append(files, name)
+	files := make([]string, len(logs))
+	for i, l := range logs {
+		files[i] = l.Name
 	}
-	return id, files, rows.Err()
+	return id, files, nil
 }
 
 // summary reads file, or takes a closed file's summary from the last round's cache; a closed
