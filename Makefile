@@ -63,7 +63,13 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 	hack/build-tools.sh
 
 .PHONY: test
-test: test-unit test-integration ## Run the whole test suite (the README's test command): unit, then integration tests.
+test: test-unit test-alerts test-integration ## Run the whole test suite (the README's test command): unit, alert rules, then integration tests.
+
+.PHONY: test-alerts
+test-alerts: ## Check the chart's alert rules with promtool (built from the Prometheus module): syntax and every case in test/alerts.
+	hack/build-tools.sh promtool
+	_output/bin/promtool check rules contrib/charts/mysql-operator/files/alerts.yaml
+	cd test/alerts && ../../_output/bin/promtool test rules alerts_test.yaml
 
 .PHONY: test-unit
 test-unit: deps ## Run the package tests (no control plane; real MariaDB and, for storage, versitygw from _output/bin, built if missing).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binaries the test suites run, from source, into _output/bin: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl (pinned in hack/kube-tools), and kwok,
-# helm and versitygw (pinned below), and staticcheck for `make lint` when asked for by name. Nothing is downloaded but Go modules. A binary is rebuilt
+# helm and versitygw (pinned below), staticcheck for `make lint`, and promtool and prometheus (monitoring tests) when asked for by name. Nothing is downloaded but Go modules. A binary is rebuilt
 # only when it is missing or its pin changed (a stamp file records what built it).
 #
 # Usage: hack/build-tools.sh [name ...]   (default: all)
@@ -16,6 +16,7 @@ KWOK_VERSION=v0.8.0
 HELM_VERSION=v3.22.0
 VERSITYGW_VERSION=v1.8.0
 STATICCHECK_VERSION=v0.8.2
+PROMETHEUS_VERSION=v0.316.0 # the Go module's version of Prometheus 3.x
 
 KUBE_LDFLAGS="-s -w"
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -65,6 +66,7 @@ for t in "${want[@]}"; do
         kwok) install_module kwok sigs.k8s.io/kwok "${KWOK_VERSION}" sigs.k8s.io/kwok/cmd/kwok; kwok_stages ;;
         helm) install_module helm helm.sh/helm/v3 "${HELM_VERSION}" helm.sh/helm/v3/cmd/helm ;;
         versitygw) install_module versitygw github.com/versity/versitygw "${VERSITYGW_VERSION}" github.com/versity/versitygw/cmd/versitygw ;;
+        promtool|prometheus) install_module "${t}" github.com/prometheus/prometheus "${PROMETHEUS_VERSION}" "github.com/prometheus/prometheus/cmd/${t}" ;;
         staticcheck) install_module staticcheck honnef.co/go/tools "${STATICCHECK_VERSION}" honnef.co/go/tools/cmd/staticcheck ;;
         *) echo "unknown tool ${t}" >&2; exit 2 ;;
     esac

@@ -34,6 +34,7 @@ var (
 	descCommands = desc("commands_total", "Statements executed, by command (Com_*).", "command")
 	descRowOps   = desc("row_operations_total", "Rows read, inserted, updated and deleted: InnoDB's counters where the server has them (MySQL), else the handler's (MariaDB 10.11 has no InnoDB row counters; these include temporary tables).", "operation")
 	descPoolData = desc("innodb_buffer_pool_bytes", "InnoDB buffer pool bytes holding data, and of those the dirty ones.", "state")
+	descSemiEn   = desc("semi_sync_source_enabled", "1 when semi-sync is switched on for the server as a primary (rpl_semi_sync_*_enabled).")
 	descSemiOn   = desc("semi_sync_source_active", "1 while the primary waits for semi-sync acknowledgements (0 when it fell back to asynchronous).")
 	descSemiRepl = desc("semi_sync_replica_active", "1 while the replica acknowledges semi-sync transactions.")
 
@@ -165,6 +166,7 @@ func (s *Server) serverMetrics(ctx context.Context, st *mysql.Status) []promethe
 			prometheus.MustNewConstMetric(descBinlogs, prometheus.GaugeValue, float64(len(logs))),
 			prometheus.MustNewConstMetric(descBinSize, prometheus.GaugeValue, float64(size)))
 	}
+	out = append(out, prometheus.MustNewConstMetric(descSemiEn, prometheus.GaugeValue, b(st.SemiSyncSource)))
 	for domain, seq := range gtidSequences(st.Executed) {
 		out = append(out, prometheus.MustNewConstMetric(descGTID, prometheus.GaugeValue, seq, domain))
 	}
@@ -174,7 +176,7 @@ func (s *Server) serverMetrics(ctx context.Context, st *mysql.Status) []promethe
 // serverDescs are the descriptions serverMetrics' metrics use, for Describe.
 func serverDescs() []*prometheus.Desc {
 	seen := map[*prometheus.Desc]bool{}
-	out := []*prometheus.Desc{descSemiOn, descSemiRepl, descMaxConns, descPoolSize, descBinlogs, descBinSize, descGTID}
+	out := []*prometheus.Desc{descSemiEn, descSemiOn, descSemiRepl, descMaxConns, descPoolSize, descBinlogs, descBinSize, descGTID}
 	for _, m := range statusMetrics {
 		if !seen[m.desc] {
 			seen[m.desc] = true
@@ -189,4 +191,27 @@ func b(v bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// MetricNames lists the name of every metric the agent may serve, so that dashboards and
+// alert rules can be checked against it.
+func MetricNames() []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		(&collector{}).Describe(ch)
+		close(ch)
+	}()
+	var out []string
+	for d := range ch {
+		out = append(out, DescName(d))
+	}
+	return out
+}
+
+// DescName is the metric name a Desc describes (client_golang does not export it).
+func DescName(d *prometheus.Desc) string {
+	s := d.String()
+	_, s, _ = strings.Cut(s, `fqName: "`)
+	s, _, _ = strings.Cut(s, `"`)
+	return s
 }

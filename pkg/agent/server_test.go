@@ -93,7 +93,7 @@ func TestServeOnMariaDB(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"mysqlop_agent_mysql_up 1", "mysqlop_agent_ready 1", "mysqlop_agent_replica_io_running 1", "mysqlop_agent_mysql_read_only 1",
-		"mysqlop_mysql_semi_sync_replica_active 0", "mysqlop_mysql_semi_sync_source_active 0"} {
+		"mysqlop_mysql_semi_sync_replica_active 0", "mysqlop_mysql_semi_sync_source_active 0", "mysqlop_mysql_semi_sync_source_enabled 0"} {
 		if !strings.Contains(m, want+"\n") {
 			t.Errorf("metrics lack %q", want)
 		}
