@@ -78,6 +78,7 @@ test-unit: deps ## Run the package tests (no control plane; real MariaDB and, fo
 
 .PHONY: test-integration
 test-integration: deps tools build ## Run the integration and end-to-end suites against a real control plane (verbose: the log names the components).
+	hack/build-tools.sh prometheus
 	$(GO) test -race -count=1 -timeout 30m -v ./test/...
 
 .PHONY: chaos

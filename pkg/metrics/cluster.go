@@ -89,6 +89,9 @@ func ObserveCluster(namespace, name string, members int32, st *v1alpha1.MySQLClu
 		writable = writable || in.Name == st.Primary && in.Ready
 	}
 	clusterWritable.WithLabelValues(namespace, name).Set(b(writable))
+	// The failover series exists from the start at 0, so that increase() sees the first
+	// failover after the operator started (a series born at 1 shows no increase).
+	primaryChanges.WithLabelValues(namespace, name, "failover", "primary_unreachable")
 	if st.RecoverableUntil != nil {
 		recoverableUntil.WithLabelValues(namespace, name).Set(float64(st.RecoverableUntil.Unix()))
 	} else {

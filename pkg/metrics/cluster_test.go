@@ -25,6 +25,13 @@ func TestClusterSeries(t *testing.T) {
 	if v := testutil.ToFloat64(clusterWritable.WithLabelValues("ns", "db")); v != 1 {
 		t.Errorf("writable primary %v, want 1", v)
 	}
+	// Counted before reading it: WithLabelValues would create the series itself.
+	if n := testutil.CollectAndCount(primaryChanges, "mysqlop_cluster_primary_changes_total"); n != 1 {
+		t.Errorf("%d primary-change series after ObserveCluster, want the failover one at 0", n)
+	}
+	if v := testutil.ToFloat64(primaryChanges.WithLabelValues("ns", "db", "failover", "primary_unreachable")); v != 0 {
+		t.Errorf("failovers %v before any, want a series at 0", v)
+	}
 	st.Instances[0].Ready = false
 	ObserveCluster("ns", "db", 3, st)
 	if v := testutil.ToFloat64(clusterWritable.WithLabelValues("ns", "db")); v != 0 {
