@@ -24,8 +24,8 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build mysql-operator, mysql-agent and the test runtime local-kubelet (static) into _output/bin.
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mysql-operator ./cmd/mysql-agent ./test/localkubelet/cmd/local-kubelet
+build: ## Build mysql-operator, mysql-agent, the kubectl plugin kubectl-mysqlop and the test runtime local-kubelet (static) into _output/bin.
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/mysql-operator ./cmd/mysql-agent ./cmd/kubectl-mysqlop ./test/localkubelet/cmd/local-kubelet
 
 .PHONY: local-up
 local-up: deps tools build ## Main job: a local cluster whose pods are real processes, the operator installed by helm, a Ready 3-member MariaDB cluster (returns; make local-down stops it).

@@ -120,6 +120,10 @@ type Spec struct {
 	Replaced []int
 	// Reseed says which diverged members are re-seeded without a person.
 	Reseed ReseedPolicy
+	// ReseedRequested are members a person asked to re-seed (their data is replaced with a
+	// healthy peer's whether they diverged or not); never the primary, one at a time, and only
+	// while every other member is reachable, as for the policy's re-seeds.
+	ReseedRequested []int
 }
 
 // Decision is the outcome of Decide.
@@ -286,6 +290,12 @@ func Decide(spec Spec, instances []Instance) Decision {
 
 	// One diverged member at a time is re-seeded, and only while every other member is
 	// reachable: at most one member is down by the operator's doing.
+	if r := requestedReseed(spec, d); r >= 0 && len(missing) == 0 && !fenced {
+		d.State = Degraded
+		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}}
+		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: requested", r)
+		return d
+	}
 	if r := reseedCandidate(spec, d, broken); r >= 0 && len(missing) == 0 && !fenced {
 		d.State = Degraded
 		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}}
@@ -335,6 +345,17 @@ func replicaAhead(spec Spec, instances []Instance, p Instance) bool {
 
 // reseedCandidate is the diverged member (errant, or broken: its source refuses it) that
 // spec.Reseed allows re-seeding, lowest index first; -1 for none.
+// requestedReseed is the first member a person asked to re-seed that may be: not the
+// primary, and one of the cluster's members; -1 if none.
+func requestedReseed(spec Spec, d Decision) int {
+	for _, i := range slices.Sorted(slices.Values(spec.ReseedRequested)) {
+		if i >= 0 && i != d.Primary && i < len(d.Ready) {
+			return i
+		}
+	}
+	return -1
+}
+
 func reseedCandidate(spec Spec, d Decision, broken []int) int {
 	if spec.Reseed == ReseedNever {
 		return -1

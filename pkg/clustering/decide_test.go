@@ -521,6 +521,30 @@ func TestDecideRejoinAndReseed(t *testing.T) {
 			op:        OpReseed, targets: []int{2}, ready: []bool{true, true, false},
 		},
 		{
+			name:      "a requested re-seed replaces a healthy replica's data",
+			spec:      with(spec(1), func(s *Spec) { s.ReseedRequested = []int{2} }),
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			op:        OpReseed, targets: []int{2}, ready: []bool{true, true, true},
+		},
+		{
+			name:      "a requested re-seed goes first even under ReseedNever, and before a diverged member",
+			spec:      with(spec(1), func(s *Spec) { s.ReseedRequested, s.Reseed = []int{0}, ReseedNever }),
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), primaryInst(1, "0-101-14"), errantReplica},
+			op:        OpReseed, targets: []int{0}, ready: []bool{true, true, false},
+		},
+		{
+			name:      "a requested re-seed of the primary, or of no member, is not carried out",
+			spec:      with(spec(1), func(s *Spec) { s.ReseedRequested = []int{1, 7} }),
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			ready:     []bool{true, true, true},
+		},
+		{
+			name:      "a requested re-seed waits while another member is unreachable",
+			spec:      with(spec(1), func(s *Spec) { s.ReseedRequested = []int{2} }),
+			instances: []Instance{down(0), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			ready:     []bool{false, true, true},
+		},
+		{
 			name:      "a replaced member is never promoted, even writable",
 			spec:      with(replaced0, func(s *Spec) { s.PrimaryDown = true }),
 			instances: []Instance{primaryInst(0, "0-100-20"), down(1), replicaInst(2, 1, "0-101-14", "0-101-14")},

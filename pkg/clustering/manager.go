@@ -30,6 +30,9 @@ type Manager struct {
 	replaced        []int
 	primaryFailures int
 	switchoverTo    int
+	// reseedRequested are the requests not carried out yet; reseedDone those carried out.
+	reseedRequested []int
+	reseedDone      []int
 	fence           string
 	observed        []Instance
 }
@@ -77,6 +80,14 @@ func (m *Manager) Primary() int { return int(m.published.Load()) }
 
 // RequestSwitchover asks for to to become the primary at the next steps.
 func (m *Manager) RequestSwitchover(to int) { m.switchoverTo = to }
+
+// RequestReseed sets the members a person asked to re-seed (Spec.ReseedRequested). Each
+// request is carried out once: a member re-seeded for it is not re-seeded again while the
+// request stands; a request withdrawn and made again is carried out again.
+func (m *Manager) RequestReseed(members []int) {
+	m.reseedDone = slices.DeleteFunc(m.reseedDone, func(i int) bool { return !slices.Contains(members, i) })
+	m.reseedRequested = slices.DeleteFunc(slices.Clone(members), func(i int) bool { return slices.Contains(m.reseedDone, i) })
+}
 
 // SetFence stops writes from the next step on, for the reason given ("" lifts the fence; see
 // Spec.Fence).
@@ -127,7 +138,7 @@ func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	d := Decide(Spec{
 		Members: m.Members, SemiSync: m.Operator.SemiSync, Primary: m.primary,
 		PrimaryDown: m.primaryFailures >= m.FailoverAfter, SwitchoverTo: m.switchoverTo, Errant: m.errant,
-		Fence: m.fence, Epoch: m.epoch, Replaced: m.replaced, Reseed: m.Reseed,
+		Fence: m.fence, Epoch: m.epoch, Replaced: m.replaced, Reseed: m.Reseed, ReseedRequested: m.reseedRequested,
 	}, instances)
 	m.errant = d.Errant
 	if err := m.Operator.Run(ctx, d.Op); err != nil {
@@ -142,6 +153,10 @@ func (m *Manager) Step(ctx context.Context) (Decision, error) {
 		for _, t := range d.Op.Targets {
 			d.Errant = slices.DeleteFunc(d.Errant, func(i int) bool { return i == t })
 			d.Replaced = slices.DeleteFunc(d.Replaced, func(i int) bool { return i == t })
+			if slices.Contains(m.reseedRequested, t) {
+				m.reseedRequested = slices.DeleteFunc(m.reseedRequested, func(i int) bool { return i == t })
+				m.reseedDone = append(m.reseedDone, t)
+			}
 		}
 		m.errant = d.Errant
 	}

@@ -453,6 +453,23 @@ func TestCrashedPrimaryThatKeptItsTailIsReseededOnMariaDB(t *testing.T) {
 	if rec := cl.m.Record(); slices.Contains(rec.Replaced, 0) || slices.Contains(rec.Errant, 0) {
 		t.Errorf("after the re-seed the manager still marks 0: %+v", rec)
 	}
+
+	// A person's request re-seeds a healthy replica once while it stands, and again when made
+	// anew; a request for the primary is not carried out.
+	replica := others3(primary)[1]
+	cl.m.RequestReseed([]int{primary, replica})
+	if d, err = cl.m.Step(context.Background()); err != nil || d.Op.Kind != clustering.OpReseed || !slices.Equal(rs.calls, []int{0, replica}) {
+		t.Fatalf("requested re-seed of %d: %q %v (%s), reseeder called for %v", replica, d.Op.Kind, err, d.Reason, rs.calls)
+	}
+	cl.m.RequestReseed([]int{primary, replica})
+	if d, err = cl.m.Step(context.Background()); err != nil || d.Op.Kind == clustering.OpReseed {
+		t.Fatalf("a standing request was carried out twice: %q %v (%s), reseeder called for %v", d.Op.Kind, err, d.Reason, rs.calls)
+	}
+	cl.m.RequestReseed(nil)
+	cl.m.RequestReseed([]int{replica})
+	if d, err = cl.m.Step(context.Background()); err != nil || d.Op.Kind != clustering.OpReseed || !slices.Equal(rs.calls, []int{0, replica, replica}) {
+		t.Fatalf("a request made anew: %q %v (%s), reseeder called for %v", d.Op.Kind, err, d.Reason, rs.calls)
+	}
 }
 
 func others3(p int) []int {

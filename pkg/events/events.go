@@ -80,6 +80,11 @@ var (
 	// MemberReseeded: a member diverged from the primary (spec.replication.reseed allows it)
 	// and is re-seeded: its data is replaced with a copy of a healthy peer (pods, primary).
 	MemberReseeded = warning("MemberReseeded", "%s diverged from the primary %s: re-seeding it from a healthy peer (its own transactions are discarded)")
+	// MemberReseedRequested: a person asked to re-seed a member (mysqlop.io/reseed) and its
+	// data is being replaced with a copy of a healthy peer (pod, primary).
+	MemberReseedRequested = warning("MemberReseeded", "Re-seeding %s from a healthy peer as requested (primary %s): its data is replaced")
+	// ReseedRefused: a requested re-seed names no member, or the primary (pod).
+	ReseedRefused = warning("ReseedRefused", "Re-seed of %s refused: it is not a member, or it is the primary (switch over first); the request is removed")
 	// WritesStopped: a cluster's primary was made read-only because a restore runs (primary,
 	// why).
 	WritesStopped = normal("WritesStopped", "Made primary %s read-only: writes are stopped (%s)")

@@ -124,6 +124,8 @@ func TestUserJourneys(t *testing.T) {
 
 	t.Run("a real Prometheus scrapes the members and the operator, with the chart's rules and dashboard", func(t *testing.T) { prometheusJourney(t, primary) })
 
+	t.Run("kubectl mysqlop: status, credentials, connect, logs, switchover, reseed", func(t *testing.T) { primary = pluginJourney(t, primary) })
+
 	t.Run("deleted replica comes back with its data", func(t *testing.T) {
 		replica := otherThan(members(3), primary)[0]
 		old := pod(t, replica)

@@ -18,6 +18,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -37,6 +38,8 @@ type runnerConfig struct {
 	switchoverTo int
 	// switchoverWhy is why switchoverTo is set, for the primary-change metric.
 	switchoverWhy string
+	// reseedMember is the member a person asked to re-seed (mysqlop.io/reseed), -1 for none.
+	reseedMember int
 	pods          []string
 	// fence stops writes, naming who asked ("" for none); clearErrant forgets errant members.
 	fence       string
@@ -127,6 +130,7 @@ func (rs *runners) ensureRunner(ctx context.Context, key cache.ObjectName, clust
 	// The fence and the re-seed policy reach the running manager at its next round, without
 	// a new one.
 	r.cfg.fence, r.cfg.clearErrant, r.cfg.reseed, r.cfg.switchoverWhy = cfg.fence, cfg.clearErrant, cfg.reseed, cfg.switchoverWhy
+	r.cfg.reseedMember = cfg.reseedMember
 	return r
 }
 
@@ -211,6 +215,11 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		}
 		m.SetFence(cfg.fence)
 		m.Reseed = cfg.reseed
+		if cfg.reseedMember >= 0 {
+			m.RequestReseed([]int{cfg.reseedMember})
+		} else {
+			m.RequestReseed(nil)
+		}
 		if cfg.clearErrant {
 			m.ClearErrant()
 		}
@@ -237,6 +246,13 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			metrics.PrimaryChanged(cluster.Namespace, cluster.Name, "switchover", cfg.switchoverWhy)
 		case d.Op.Kind == clustering.OpFenceWritable && slices.Equal(d.Op.Targets, []int{d.Op.Primary}):
 			events.WritesStopped.Record(c.recorder, cluster, name(d.Op.Primary), cfg.fence)
+		case d.Op.Kind == clustering.OpReseed && slices.Equal(d.Op.Targets, []int{cfg.reseedMember}):
+			events.MemberReseedRequested.Record(c.recorder, cluster, name(cfg.reseedMember), name(d.Primary))
+			// Done: the request goes, so that a later manager does not carry it out again.
+			clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationReseed: nil}}
+			if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, clear); err != nil {
+				logger.Error(err, "Clear the re-seed request")
+			}
 		case d.Op.Kind == clustering.OpReseed:
 			events.MemberReseeded.Record(c.recorder, cluster, podNames(d.Op.Targets, name), name(d.Primary))
 		case d.Op.Kind == clustering.OpFenceWritable:

@@ -45,6 +45,11 @@ const (
 	// AnnotationSwitchoverTo on a MySQLCluster requests a switchover to the named member pod.
 	// The operator removes it once that member is the primary.
 	AnnotationSwitchoverTo = "mysqlop.io/switchover-to"
+	// AnnotationReseed on a MySQLCluster asks to re-seed the named member pod: its data is
+	// deleted and replaced with a copy of a healthy peer (kubectl mysqlop reseed sets it after
+	// a confirmation). Never the primary; one member at a time while every other is
+	// reachable. The operator removes it once the re-seed started, or refuses it with an event.
+	AnnotationReseed = "mysqlop.io/reseed"
 )
 
 // Annotations the operator sets.
