@@ -65,6 +65,13 @@ tools: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, k
 .PHONY: test
 test: test-unit test-alerts test-integration ## Run the whole test suite (the README's test command): unit, alert rules, then integration tests.
 
+.PHONY: test-mysql
+test-mysql: ## The flavor-parametrised real-server suites against MySQL: MYSQLD=/path/to/mysqld (8.0 or 8.4) make test-mysql. Never run here: no MySQL server binary is obtainable on this project's machines.
+	@test -n "$(MYSQLD)" || { echo "test-mysql: set MYSQLD to a MySQL 8.x server binary" >&2; exit 2; }
+	MYSQLD=$(MYSQLD) $(GO) test -count=1 -run 'TestReplicationOnMariaDB|TestSemiSyncAcknowledgementsOnMariaDB' ./pkg/mysql
+	MYSQLD=$(MYSQLD) $(GO) test -count=1 -run 'OnMariaDB' ./pkg/clustering
+	MYSQLD=$(MYSQLD) $(GO) test -count=1 -run 'TestServeOnMariaDB' ./pkg/agent
+
 .PHONY: test-alerts
 test-alerts: ## Check the chart's alert rules with promtool (built from the Prometheus module): syntax and every case in test/alerts.
 	hack/build-tools.sh promtool

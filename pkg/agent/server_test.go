@@ -50,7 +50,7 @@ func TestServeOnMariaDB(t *testing.T) {
 	if code, body := get(t, api.URL+"/readyz", ""); code != 503 || !strings.Contains(body, "not replicating") {
 		t.Errorf("readyz of an unconfigured member: %d %q", code, body)
 	}
-	f := mysql.MariaDB
+	f := mariadb.Flavor()
 	if err := replica.Admin().Exec(context.Background(),
 		f.ChangeSource(mysql.Source{Host: "127.0.0.1", Port: primary.Port, User: mariadb.ReplUser, Password: mariadb.ReplPassword, ConnectRetry: 1}),
 		mysql.Statement{Query: f.StartReplica()}); err != nil {

@@ -272,14 +272,16 @@ func TestErrantReplicaAndRejoinOnMariaDB(t *testing.T) {
 	// Replica 2 gets a write of its own (between two steps of the manager, which would
 	// otherwise fence the writable replica first).
 	admin2 := c.servers[2].Admin()
-	if err := admin2.ExecSQL(context.Background(), mysql.MariaDB.SetReadOnly(false)); err != nil {
+	if err := admin2.ExecSQL(context.Background(), mariadb.Flavor().SetReadOnly(false)); err != nil {
 		t.Fatal(err)
 	}
 	db := c.db(2)
 	db.SetMaxOpenConns(1)
-	exec(t, db, "SET SESSION gtid_domain_id = 9")
+	if mariadb.Flavor() == mysql.MariaDB {
+		exec(t, db, "SET SESSION gtid_domain_id = 9") // on MySQL the replica's UUID marks it
+	}
 	exec(t, db, "INSERT INTO app.t VALUES (9999, 'errant')")
-	if err := admin2.ExecSQL(context.Background(), mysql.MariaDB.SetReadOnly(true)); err != nil {
+	if err := admin2.ExecSQL(context.Background(), mariadb.Flavor().SetReadOnly(true)); err != nil {
 		t.Fatal(err)
 	}
 	d := c.converge("errant replica detected", 30*time.Second, func(d clustering.Decision) bool {
@@ -381,9 +383,11 @@ func (c *cluster) unacknowledgedRows(i int) int {
 	return n
 }
 
+// mariaDBConfig is the operator's my.cnf for the helper's flavor (MariaDB, or MySQL under
+// make test-mysql).
 func mariaDBConfig() string {
 	return configmap.Render(testutil.Cluster("ns", "db", func(c *v1alpha1.MySQLCluster) {
-		c.Spec.Flavor = v1alpha1.FlavorMariaDB
+		c.Spec.Flavor = v1alpha1.Flavor(mariadb.Flavor())
 		c.Spec.Replication.Mode = v1alpha1.ReplicationSemiSync
 		// These servers have no certificate; TLS is proven by TestTLSOnMariaDB (pkg/mysql).
 		c.Spec.TLS.Disabled = true
@@ -395,6 +399,7 @@ func mariaDBConfig() string {
 // commit back, so the old primary simply rejoins the new one: no re-seed, every member ready,
 // the same data everywhere, and the commit no client was told succeeded is gone.
 func TestCrashedPrimaryDropsItsUnacknowledgedTailAndRejoinsOnMariaDB(t *testing.T) {
+	mariadb.RequireMariaDB(t)
 	cnf := mariaDBConfig()
 	if !strings.Contains(cnf, "init_rpl_role = SLAVE") {
 		t.Fatalf("the operator's my.cnf lacks init_rpl_role:\n%s", cnf)
@@ -421,6 +426,7 @@ func TestCrashedPrimaryDropsItsUnacknowledgedTailAndRejoinsOnMariaDB(t *testing.
 // primary it is re-seeded by default; under ReseedNever it is reported broken, Degraded with
 // the reason, and not repointed again.
 func TestCrashedPrimaryThatKeptItsTailIsReseededOnMariaDB(t *testing.T) {
+	mariadb.RequireMariaDB(t) // the test removes MariaDB's init_rpl_role to keep the tail
 	cnf := strings.Replace(mariaDBConfig(), "loose_init_rpl_role = SLAVE\n", "", 1)
 	cl, primary := crashWithAnUnacknowledgedCommit(t, cnf)
 	if n := cl.unacknowledgedRows(0); n != 1 {
@@ -547,7 +553,7 @@ func waitingCommits(t *testing.T, c *cluster, i, n int) <-chan error {
 	t.Helper()
 	for r := range c.servers {
 		if r != i {
-			exec(t, c.db(r), mysql.MariaDB.StopReplicaIO())
+			exec(t, c.db(r), mariadb.Flavor().StopReplicaIO())
 		}
 	}
 	app := c.servers[i].Conn(mariadb.AppUser, mariadb.AppPassword)
@@ -717,7 +723,7 @@ func TestFailoverFromASilentPrimaryOnMariaDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		c.m.Operator.Instances[i] = &mysql.Instance{DB: db, Flavor: mysql.MariaDB}
+		c.m.Operator.Instances[i] = &mysql.Instance{DB: db, Flavor: mariadb.Flavor()}
 	}
 	c.converge("bootstrap", 30*time.Second, healthy(0))
 	createApp(t, c, 0)
@@ -763,7 +769,7 @@ func TestFailoverRefusesACandidateOvertakenAfterTheDecisionOnMariaDB(t *testing.
 	c.converge("replicas follow", 30*time.Second, healthy(0))
 	// Replica 1, the candidate the operator chose, stops receiving first; the primary goes on
 	// and replica 2 acknowledges a commit.
-	exec(t, c.db(1), mysql.MariaDB.StopReplicaIO())
+	exec(t, c.db(1), mariadb.Flavor().StopReplicaIO())
 	exec(t, c.db(0), "INSERT INTO app.t VALUES (424242, 'acknowledged by replica 2 only')")
 	acked := c.executed(0)
 	if err := c.servers[2].Admin().WaitForGTID(context.Background(), acked, 10*time.Second); err != nil {

@@ -36,10 +36,10 @@ type env struct {
 	// kubeconfig and overrides are kubectl's own flags (--kubeconfig, --context, -n, ...).
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
-	output    string
-	namespace string
-	kube      kubernetes.Interface
-	mysql     versioned.Interface
+	output     string
+	namespace  string
+	kube       kubernetes.Interface
+	mysql      versioned.Interface
 	// kubectl is the kubectl binary exec and logs run ("kubectl" on PATH, as the plugin was
 	// found there).
 	kubectl string

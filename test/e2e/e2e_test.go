@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -325,6 +326,24 @@ func TestUserJourneys(t *testing.T) {
 		backup("logical", v1alpha1.BackupLogical)
 		backup("physical", v1alpha1.BackupPhysical)
 
+		// kubectl mysqlop backup now, to the storage of an earlier backup; status names it.
+		out, errOut, code := plugin(t, "", "backup", "now", name, "--like", "logical", "--wait", "3m", "-o", "json")
+		var now v1alpha1.MySQLBackup
+		logical, err := mysql.MysqlopV1alpha1().MySQLBackups(ns).Get(ctx, "logical", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(out), &now); code != 0 || err != nil || now.Status.Phase != v1alpha1.JobComplete || now.Spec.Storage != logical.Spec.Storage {
+			t.Fatalf("kubectl mysqlop backup now (exit %d, %v): %s\n%s", code, err, out, errOut)
+		}
+		if out, _, _ := plugin(t, "", "status", name); !regexp.MustCompile(`Last backup:\s+` + now.Name + ` \(logical`).MatchString(out) {
+			t.Errorf("status does not name the backup just taken, %s:\n%s", now.Name, out)
+		}
+		// Gone again (its stored copy stays: Retain), so that "the newest backup" below is as before.
+		if err := mysql.MysqlopV1alpha1().MySQLBackups(ns).Delete(ctx, now.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+
 		// Binary log archiving from the real pods: the primary's agent archives a write within
 		// the interval; dropping spec.binlogArchive stops it and clears the status.
 		setArchive := func(a *v1alpha1.BinlogArchiveSpec) {
@@ -445,13 +464,17 @@ func TestUserJourneys(t *testing.T) {
 		if err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Delete(ctx, "pitr", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		inPlace := &v1alpha1.MySQLRestore{ObjectMeta: metav1.ObjectMeta{Name: "pitr-in-place", Namespace: ns},
-			Spec: v1alpha1.MySQLRestoreSpec{ClusterRef: v1alpha1.ClusterReference{Name: name}, BackupRef: v1alpha1.LocalReference{Name: "logical"},
-				Target: &v1alpha1.RestoreTarget{Time: &target}}}
-		if _, err := mysql.MysqlopV1alpha1().MySQLRestores(ns).Create(ctx, inPlace, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
+		// In place through kubectl mysqlop restore: refused without the confirmation, then made.
+		at := target.UTC().Format(time.RFC3339Nano)
+		if _, errOut, code := plugin(t, "no\n", "restore", name, "--from", "logical", "--to-time", at); code == 0 || !strings.Contains(errOut, "not confirmed") {
+			t.Fatalf("an unconfirmed restore (exit %d): %s", code, errOut)
 		}
-		if r := waitRestore(t, "pitr-in-place", 5*time.Minute); r.Status.Phase != v1alpha1.JobComplete {
+		out, errOut, code = plugin(t, name+"\n", "restore", name, "--from", "logical", "--to-time", at, "-o", "json")
+		var inPlace v1alpha1.MySQLRestore
+		if err := json.Unmarshal([]byte(out), &inPlace); code != 0 || err != nil || !inPlace.Spec.Target.Time.Equal(&target) {
+			t.Fatalf("kubectl mysqlop restore (exit %d, %v): %s\n%s", code, err, out, errOut)
+		}
+		if r := waitRestore(t, inPlace.Name, 5*time.Minute); r.Status.Phase != v1alpha1.JobComplete {
 			t.Fatalf("point-in-time restore in place: %+v", r.Status)
 		}
 		pitrRows(members(3)...)

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
-	"github.com/mysqlop/mysql-operator/pkg/mysql"
 )
 
 // Operator returns a clustering operator over servers: loopback endpoints, the replication
@@ -12,7 +11,7 @@ import (
 // verified TLS when the servers serve it.
 func Operator(servers []*Server) *clustering.Operator {
 	op := &clustering.Operator{
-		Flavor: mysql.MariaDB, ReplUser: ReplUser, ReplPassword: ReplPassword,
+		Flavor: Flavor(), ReplUser: ReplUser, ReplPassword: ReplPassword,
 		SemiSync: true, ProtectedUsers: []string{AdminUser}, ApplyTimeout: 20 * time.Second,
 	}
 	for _, s := range servers {

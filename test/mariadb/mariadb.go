@@ -3,6 +3,11 @@
 // operator's agent creates (an admin user and a replication user, with passwords). Servers
 // are stopped when the test ends, and killed by the kernel if the test binary dies.
 //
+// With MYSQLD naming a MySQL 8.x server binary (make test-mysql), the same helper runs MySQL
+// servers instead (initialised with mysqld --initialize-insecure) and Flavor reports MySQL, so
+// that the suites written against Flavor() run on MySQL. That path follows MySQL 8.4's
+// documentation and has not run on this project's machines, which have no MySQL server.
+//
 // Without mariadbd on the machine the tests skip, except under CI (CI=true), where a missing
 // server is a failure: .ci/run installs MariaDB from Debian's packages.
 package mariadb
@@ -29,12 +34,17 @@ import (
 
 // Users the servers are initialised with.
 const (
-	AdminUser       = "mysqlop"
-	AdminPassword   = "admin-Pa55"
-	ReplUser        = "repl"
-	ReplPassword    = "repl-Pa55"
-	BaseServerID    = 100
-	defaultMyCnf    = "[mysqld]\nlog_bin = binlog\nlog_slave_updates = ON\ngtid_strict_mode = ON\nbinlog_format = ROW\nskip_name_resolve = ON\nskip_slave_start = ON\nread_only = ON\n"
+	AdminUser     = "mysqlop"
+	AdminPassword = "admin-Pa55"
+	ReplUser      = "repl"
+	ReplPassword  = "repl-Pa55"
+	BaseServerID  = 100
+	defaultMyCnf  = "[mysqld]\nlog_bin = binlog\nlog_slave_updates = ON\ngtid_strict_mode = ON\nbinlog_format = ROW\nskip_name_resolve = ON\nskip_slave_start = ON\nread_only = ON\n"
+	// defaultMySQLCnf is the MySQL counterpart: GTIDs and the semi-sync plugins, as the
+	// operator's rendered my.cnf has them (super_read_only is left to the tests: it would
+	// refuse the helper's own CREATE USER).
+	defaultMySQLCnf = "[mysqld]\nlog_bin = binlog\nlog_replica_updates = ON\ngtid_mode = ON\nenforce_gtid_consistency = ON\nbinlog_format = ROW\n" +
+		"skip_name_resolve = ON\nskip_replica_start = ON\nread_only = ON\nplugin_load_add = semisync_source.so;semisync_replica.so\n"
 	startupDeadline = 30 * time.Second
 )
 
@@ -81,8 +91,31 @@ type Options struct {
 	TLS *TLSFiles
 }
 
-// Binary is the server binary the helper runs.
+// Flavor is the flavor of the servers the helper runs: MySQL when MYSQLD names a server
+// binary, else MariaDB.
+func Flavor() mysql.Flavor {
+	if os.Getenv("MYSQLD") != "" {
+		return mysql.MySQL
+	}
+	return mysql.MariaDB
+}
+
+// RequireMariaDB skips a test of MariaDB-only behaviour when the helper runs MySQL.
+func RequireMariaDB(t T) {
+	t.Helper()
+	if Flavor() != mysql.MariaDB {
+		t.Skipf("MariaDB-only behaviour; MYSQLD runs MySQL")
+	}
+}
+
+// Binary is the server binary the helper runs: MYSQLD when set, else mariadbd.
 func Binary() (string, error) {
+	if p := os.Getenv("MYSQLD"); p != "" {
+		if !fileExists(p) {
+			return "", fmt.Errorf("MYSQLD=%s: no such file", p)
+		}
+		return p, nil
+	}
 	for _, name := range []string{"mariadbd", "mysqld"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
@@ -108,7 +141,7 @@ func Start(t T, n int, o Options) []*Server {
 	}
 	cnf := o.MyCnf
 	if cnf == "" {
-		cnf = defaultMyCnf
+		cnf = map[mysql.Flavor]string{mysql.MariaDB: defaultMyCnf, mysql.MySQL: defaultMySQLCnf}[Flavor()]
 	}
 	if o.TLS != nil {
 		cnf += o.TLS.MyCnf()
@@ -137,6 +170,10 @@ func Start(t T, n int, o Options) []*Server {
 		}
 		install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+s.dataDir(), "--tmpdir="+s.tmpDir(),
 			"--user=root", "--auth-root-authentication-method=normal", "--skip-test-db")
+		if Flavor() == mysql.MySQL {
+			// root@localhost without a password, as mariadb-install-db's over the socket.
+			install = exec.Command(bin, "--no-defaults", "--initialize-insecure", "--datadir="+s.dataDir(), "--tmpdir="+s.tmpDir(), "--user=root")
+		}
 		if o.DataDir != "" {
 			install = exec.Command("cp", "-a", o.DataDir, s.dataDir())
 		}
@@ -271,11 +308,24 @@ func (s *Server) createUsers() error {
 		return err
 	}
 	defer db.Close()
-	in := &mysql.Instance{DB: db, Flavor: mysql.MariaDB}
+	in := &mysql.Instance{DB: db, Flavor: Flavor()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Users are created with binary logging off, so they are not transactions replicas would
-	// have to replay (the agent does the same in its init step).
+	// have to replay (the agent does the same in its init step). On MySQL, super_read_only
+	// (the operator's my.cnf sets it) is lifted meanwhile, as the agent's init does.
+	if Flavor() == mysql.MySQL {
+		var on bool
+		if err := db.QueryRowContext(ctx, "SELECT @@GLOBAL.super_read_only").Scan(&on); err != nil {
+			return err
+		}
+		if on {
+			if _, err := db.ExecContext(ctx, "SET GLOBAL super_read_only = OFF"); err != nil {
+				return err
+			}
+			defer db.ExecContext(context.Background(), "SET GLOBAL super_read_only = ON")
+		}
+	}
 	return in.Exec(ctx,
 		mysql.Statement{Query: "SET SESSION sql_log_bin = 0"},
 		mysql.CreateUser(AdminUser, "%", AdminPassword),
@@ -310,7 +360,7 @@ func (s *Server) Admin() *mysql.Instance {
 	if s.db == nil {
 		s.db = s.Conn(AdminUser, AdminPassword)
 	}
-	return &mysql.Instance{DB: s.db, Flavor: mysql.MariaDB}
+	return &mysql.Instance{DB: s.db, Flavor: Flavor()}
 }
 
 // Kill sends SIGKILL and waits for the process to end: a crash, no clean shutdown.
@@ -354,7 +404,7 @@ func (s *Server) RestartOnRestore(ctx context.Context, rootPassword string, time
 			return err
 		}
 	}
-	o := agent.InitOptions{Flavor: mysql.MariaDB, DataDir: s.dataDir(), CredentialsDir: creds, Timeout: timeout}
+	o := agent.InitOptions{Flavor: Flavor(), DataDir: s.dataDir(), CredentialsDir: creds, Timeout: timeout}
 	if os.Geteuid() == 0 {
 		o.User = "root"
 	}

@@ -40,7 +40,7 @@ type runnerConfig struct {
 	switchoverWhy string
 	// reseedMember is the member a person asked to re-seed (mysqlop.io/reseed), -1 for none.
 	reseedMember int
-	pods          []string
+	pods         []string
 	// fence stops writes, naming who asked ("" for none); clearErrant forgets errant members.
 	fence       string
 	clearErrant bool
