@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -141,6 +142,10 @@ func reseedCommand(e *env) *cobra.Command {
 			if err := e.confirm(yes, prompt, member); err != nil {
 				return err
 			}
+			old, err := e.kube.CoreV1().Pods(e.namespace).Get(ctx, member, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
 			if err := annotate(ctx, e, c.Name, v1alpha1.AnnotationReseed, member); err != nil {
 				return err
 			}
@@ -149,8 +154,10 @@ func reseedCommand(e *env) *cobra.Command {
 				return nil
 			}
 			start := time.Now()
-			// The operator removes the request when the re-seed starts (or refuses it with an
-			// event); then the member comes back ready on its new data.
+			// The operator removes the request once the re-seed started (or refuses it with an
+			// event), and a re-seed replaces the member's pod: done when a new pod of that name
+			// is ready, which needs it to replicate on its new data. The cluster's status is not
+			// enough: it can still show the old pod ready.
 			err = waitFor(ctx, wait, "re-seed of "+member, func(ctx context.Context) (bool, error) {
 				c, err := clusters.Get(ctx, args[0], metav1.GetOptions{})
 				if err != nil {
@@ -159,8 +166,13 @@ func reseedCommand(e *env) *cobra.Command {
 				if _, pending := c.Annotations[v1alpha1.AnnotationReseed]; pending {
 					return false, nil
 				}
-				ready := slices.ContainsFunc(c.Status.Instances, func(in v1alpha1.InstanceStatus) bool { return in.Name == member && in.Ready })
-				return ready && c.Status.ReadyMembers == c.Spec.Members, nil
+				p, err := e.kube.CoreV1().Pods(e.namespace).Get(ctx, member, metav1.GetOptions{})
+				if err != nil || p.UID == old.UID {
+					return false, nil
+				}
+				return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+					return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+				}), nil
 			})
 			if err == nil {
 				fmt.Fprintf(e.Err, "%s re-seeded and ready (%v)\n", member, time.Since(start).Round(100*time.Millisecond))

@@ -149,5 +149,13 @@ func pluginJourney(t *testing.T, primary string) string {
 		t.Errorf("no MemberReseeded event for the request: %v", err)
 	}
 	t.Logf("kubectl mysqlop reseed %s: ready with its %d rows after %v", victim, n, time.Since(started).Round(100*time.Millisecond))
+
+	// kubectl describe tells the story: the conditions and the events of both actions.
+	out, err = lc.Kubectl(ctx, "describe", "-n", ns, "mysqlcluster", name)
+	for _, want := range []string{`Type:\s+Healthy`, `SwitchOver`, `MemberReseeded`, `Re-seeding ` + victim} {
+		if err != nil || !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("kubectl describe lacks %q (%v):\n%s", want, err, out)
+		}
+	}
 	return primary
 }

@@ -119,7 +119,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	}
 	if owner := c.schemaOwner(d); owner != d.Name {
 		// Two objects managing one schema would undo each other, and either could drop it.
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s", owner, d.Spec.Name, d.Spec.ClusterRef.Name), &events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLDatabase %s already manages database %s in MySQLCluster %s: nothing is done here; delete this object or name another database", owner, d.Spec.Name, d.Spec.ClusterRef.Name), &events.InvalidSpec)
 	}
 	if cached, err = objects.AddFinalizer(ctx, cached, v1alpha1.FinalizerDatabase, c.mysql.MysqlopV1alpha1().MySQLDatabases(key.Namespace).Update); err != nil {
 		return ctrl.Result{}, err

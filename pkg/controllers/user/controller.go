@@ -156,7 +156,7 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	if owner := c.accountOwner(u); owner != u.Name {
 		// The older MySQLUser owns the account: two objects setting one account's password and
 		// grants would undo each other. Nothing is changed; deleting the owner frees it.
-		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), &events.InvalidSpec)
+		return ctrl.Result{}, c.notReady(ctx, cached, v1alpha1.ReasonConflict, fmt.Sprintf("MySQLUser %s already manages account '%s'@'%s' in MySQLCluster %s: nothing is done here; delete this object or name another account", owner, u.Spec.User, u.Spec.Host, u.Spec.ClusterRef.Name), &events.InvalidSpec)
 	}
 	if cached, err = objects.AddFinalizer(ctx, cached, v1alpha1.FinalizerUser, c.mysql.MysqlopV1alpha1().MySQLUsers(key.Namespace).Update); err != nil {
 		return ctrl.Result{}, err
