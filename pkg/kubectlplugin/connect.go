@@ -84,7 +84,7 @@ func (e *env) userPassword(ctx context.Context, u *v1alpha1.MySQLUser) (string, 
 	}
 	p, ok := s.Data[ref.Key]
 	if !ok || len(p) == 0 {
-		return "", fmt.Errorf("Secret %s has no key %q", ref.Name, ref.Key)
+		return "", fmt.Errorf("the password Secret %s has no key %q", ref.Name, ref.Key)
 	}
 	return string(p), nil
 }
