@@ -38,9 +38,9 @@ type runnerConfig struct {
 	switchoverTo int
 	// switchoverWhy is why switchoverTo is set, for the primary-change metric.
 	switchoverWhy string
-	// reseedMember is the member a person asked to re-seed (mysqlop.io/reseed), -1 for none.
-	reseedMember int
-	pods         []string
+	// reseedRequested holds the member a person asked to re-seed (mysqlop.io/reseed), if any.
+	reseedRequested []int
+	pods            []string
 	// fence stops writes, naming who asked ("" for none); clearErrant forgets errant members.
 	fence       string
 	clearErrant bool
@@ -130,7 +130,7 @@ func (rs *runners) ensureRunner(ctx context.Context, key cache.ObjectName, clust
 	// The fence and the re-seed policy reach the running manager at its next round, without
 	// a new one.
 	r.cfg.fence, r.cfg.clearErrant, r.cfg.reseed, r.cfg.switchoverWhy = cfg.fence, cfg.clearErrant, cfg.reseed, cfg.switchoverWhy
-	r.cfg.reseedMember = cfg.reseedMember
+	r.cfg.reseedRequested = cfg.reseedRequested
 	return r
 }
 
@@ -215,11 +215,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		}
 		m.SetFence(cfg.fence)
 		m.Reseed = cfg.reseed
-		if cfg.reseedMember >= 0 {
-			m.RequestReseed([]int{cfg.reseedMember})
-		} else {
-			m.RequestReseed(nil)
-		}
+		m.RequestReseed(cfg.reseedRequested)
 		if cfg.clearErrant {
 			m.ClearErrant()
 		}
@@ -246,8 +242,8 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			metrics.PrimaryChanged(cluster.Namespace, cluster.Name, "switchover", cfg.switchoverWhy)
 		case d.Op.Kind == clustering.OpFenceWritable && slices.Equal(d.Op.Targets, []int{d.Op.Primary}):
 			events.WritesStopped.Record(c.recorder, cluster, name(d.Op.Primary), cfg.fence)
-		case d.Op.Kind == clustering.OpReseed && slices.Equal(d.Op.Targets, []int{cfg.reseedMember}):
-			events.MemberReseedRequested.Record(c.recorder, cluster, name(cfg.reseedMember), name(d.Primary))
+		case d.Op.Kind == clustering.OpReseed && slices.Equal(d.Op.Targets, cfg.reseedRequested):
+			events.MemberReseedRequested.Record(c.recorder, cluster, name(d.Op.Targets[0]), name(d.Primary))
 			// Done: the request goes, so that a later manager does not carry it out again.
 			clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationReseed: nil}}
 			if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, clear); err != nil {

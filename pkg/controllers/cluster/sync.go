@@ -351,7 +351,7 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 	}
 	cfg.switchoverTo, cfg.switchoverWhy = target, switchoverReason(requested, desiredMembers, prev)
 	var reseedErr error
-	cfg.reseedMember, reseedErr = c.reseedRequest(ctx, latest, setName, desiredMembers)
+	cfg.reseedRequested, reseedErr = c.reseedRequest(ctx, latest, setName, desiredMembers)
 	d, observedInstances := c.clusterings.ensure(ctx, key, cluster, cfg)
 	if d == nil {
 		return nil, plan, nil
@@ -376,24 +376,24 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 	return &clusteringView{Decision: d, Observed: observedInstances}, plan, errors.Join(append(errs, reseedErr)...)
 }
 
-// reseedRequest is the ordinal of the member the annotation mysqlop.io/reseed asks to re-seed,
-// or -1. A request for no member or for the primary is refused: removed, with an event, so
-// that it cannot wait for ever (the clustering manager would never carry it out).
-func (c *Controller) reseedRequest(ctx context.Context, cluster *v1alpha1.MySQLCluster, setName string, members int32) (int, error) {
+// reseedRequest holds the ordinal of the member the annotation mysqlop.io/reseed asks to
+// re-seed, if any. A request for no member or for the primary is refused: removed, with an
+// event, so that it cannot wait for ever (the clustering manager would never carry it out).
+func (c *Controller) reseedRequest(ctx context.Context, cluster *v1alpha1.MySQLCluster, setName string, members int32) ([]int, error) {
 	member, ok := cluster.Annotations[v1alpha1.AnnotationReseed]
 	if !ok {
-		return -1, nil
+		return nil, nil
 	}
 	i := resources.Ordinal(setName, member)
 	if i >= 0 && i < int(members) && member != cluster.Status.Primary {
-		return i, nil
+		return []int{i}, nil
 	}
 	events.ReseedRefused.Record(c.recorder, cluster, member)
 	clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationReseed: nil}}
 	if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, clear); err != nil {
-		return -1, fmt.Errorf("remove the refused re-seed request: %w", err)
+		return nil, fmt.Errorf("remove the refused re-seed request: %w", err)
 	}
-	return -1, nil
+	return nil, nil
 }
 
 // templateObserved reports whether the StatefulSet controller has seen the desired template:
