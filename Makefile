@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.
 KUBECONFIG ?= $(HOME)/.kube/config
 # Benchmark sizes: cluster counts, client QPS settings and the clusters' TLS (on,off) (comma-separated).
 CLUSTERS ?= 10,100,500
-QPS      ?= 20,100
+QPS      ?= 0,20
 TLS      ?= on
 PITR_MB ?= 256
 BACKUP_MB ?= 1024
@@ -97,7 +97,7 @@ bench-chaos: deps tools build ## Chaos benchmark (root): 12 rounds of the 9 faul
 	CHAOS_ROUNDS=12 CHAOS_REPORT=$(CURDIR)/_output/chaos-report.md $(GO) test -count=1 -v -timeout 300m -run TestChaos ./test/chaos/
 
 .PHONY: bench
-bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings (TLS=on,off to compare); prints a table.
+bench: tools ## Reconcile benchmark: N MySQLClusters with kwok pods at two QPS settings (0: none, the default), beside the control plane's floor (TLS=on,off to compare); prints a table.
 	$(GO) run ./test/bench/reconcile -clusters '$(CLUSTERS)' -qps '$(QPS)' -tls '$(TLS)'
 
 .PHONY: bench-backup

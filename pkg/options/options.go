@@ -25,7 +25,9 @@ type Options struct {
 	Master string
 	// Namespaces to watch; empty means all.
 	Namespaces []string
-	// KubeAPIQPS and KubeAPIBurst limit the client's request rate.
+	// KubeAPIQPS and KubeAPIBurst limit the client's request rate; a QPS of 0 sets no
+	// client-side limit and leaves the pacing to the API server's Priority and Fairness
+	// (client-go waits out a 429's Retry-After and retries).
 	KubeAPIQPS   float32
 	KubeAPIBurst int
 	// ClusterWorkers is the number of MySQLCluster reconciles that run at once.
@@ -78,6 +80,8 @@ type Options struct {
 	// MetricsAddr serves /metrics; HealthAddr serves /healthz and /readyz. "0" disables.
 	MetricsAddr string
 	HealthAddr  string
+	// Profiling adds Go's /debug/pprof handlers to the metrics endpoint.
+	Profiling bool
 
 	// ShowVersion prints the version and exits.
 	ShowVersion bool
@@ -103,7 +107,7 @@ func New() *Options {
 		ns = "default"
 	}
 	return &Options{
-		KubeAPIQPS:           20,
+		KubeAPIQPS:           0,
 		KubeAPIBurst:         40,
 		ClusterWorkers:       4,
 		UserWorkers:          2,
@@ -133,8 +137,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty: in-cluster configuration.")
 	fs.StringVar(&o.Master, "master", o.Master, "Address of the Kubernetes API server; overrides the kubeconfig.")
 	fs.StringArrayVar(&o.Namespaces, "namespace", o.Namespaces, "Namespace to watch; repeat for several. Empty: all namespaces.")
-	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second to the API server.")
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server.")
+	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Sustained requests per second to the API server; 0: no client-side limit (the API server's Priority and Fairness paces the operator).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server, with a positive --kube-api-qps.")
 	fs.IntVar(&o.ClusterWorkers, "cluster-workers", o.ClusterWorkers, "MySQLClusters reconciled at once.")
 	fs.IntVar(&o.UserWorkers, "user-workers", o.UserWorkers, "MySQLUsers reconciled at once.")
 	fs.IntVar(&o.DatabaseWorkers, "database-workers", o.DatabaseWorkers, "MySQLDatabases reconciled at once.")
@@ -157,6 +161,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.OperatorNamespace, "operator-namespace", o.OperatorNamespace, "The operator's namespace (default $POD_NAMESPACE), for the NetworkPolicies.")
 	fs.StringVar(&o.NetworkPolicyMetricsFrom, "network-policy-metrics-from", o.NetworkPolicyMetricsFrom, "Label selector of the namespaces that may scrape the members' metrics under the NetworkPolicies. Empty: any.")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Address of the /metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Serve Go's /debug/pprof profiles on the metrics address.")
 	fs.StringVar(&o.HealthAddr, "health-addr", o.HealthAddr, "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.BoolVar(&o.ShowVersion, "version", o.ShowVersion, "Print the version and exit.")
 }
@@ -164,8 +169,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 // Validate reports every option that cannot work.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.KubeAPIQPS <= 0 {
-		errs = append(errs, fmt.Errorf("--kube-api-qps must be positive, got %v", o.KubeAPIQPS))
+	if o.KubeAPIQPS < 0 {
+		errs = append(errs, fmt.Errorf("--kube-api-qps must be 0 (no client-side limit) or positive, got %v", o.KubeAPIQPS))
 	}
 	if o.KubeAPIBurst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst must be at least 1, got %d", o.KubeAPIBurst))
@@ -246,8 +251,11 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build client configuration: %w", err)
 	}
-	cfg.QPS = o.KubeAPIQPS
-	cfg.Burst = o.KubeAPIBurst
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	if o.KubeAPIQPS == 0 {
+		// client-go reads a QPS of 0 as "its default, 5"; a negative one as "no limiter".
+		cfg.QPS = -1
+	}
 	cfg.UserAgent = "mysql-operator/" + version.Version
 	return cfg, nil
 }

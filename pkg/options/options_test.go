@@ -1,11 +1,19 @@
 package options
 
 import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 func TestDefaultsAreValid(t *testing.T) {
@@ -30,7 +38,7 @@ func TestFlags(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	for name, mutate := range map[string]func(*Options){
-		"--kube-api-qps":                   func(o *Options) { o.KubeAPIQPS = 0 },
+		"--kube-api-qps":                   func(o *Options) { o.KubeAPIQPS = -1 },
 		"--cluster-workers":                func(o *Options) { o.ClusterWorkers = 0 },
 		"--user-workers":                   func(o *Options) { o.UserWorkers = 0 },
 		"--target-selector":                func(o *Options) { o.TargetSelector = "a in (" },
@@ -66,5 +74,44 @@ func TestNetworkPolicy(t *testing.T) {
 	if op.Namespace != "ops" || op.PodLabels["app.kubernetes.io/instance"] != "r" || len(op.PodLabels) != 2 ||
 		op.MetricsFrom == nil || op.MetricsFrom.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
 		t.Errorf("NetworkPolicy: %+v", op)
+	}
+}
+
+// With no client-side limit the API server paces the operator: a 429 with Retry-After is
+// waited out and the request retried, for reads and for creates.
+func TestRESTConfigWaitsOutTooManyRequests(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 1 {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"TooManyRequests","code":429}`, http.StatusTooManyRequests)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"a"}}`)
+	}))
+	defer srv.Close()
+	o := New()
+	o.Master, o.KubeAPIQPS = srv.URL, 0
+	cfg, err := o.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.QPS >= 0 {
+		t.Errorf("QPS %v: client-go would apply its default limit", cfg.QPS)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := kube.CoreV1().Namespaces().Get(context.Background(), "a", metav1.GetOptions{}); err != nil {
+		t.Fatalf("get after a 429: %v", err)
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "a"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create after a 429: %v", err)
+	}
+	if n, d := calls.Load(), time.Since(start); n != 4 || d < 2*time.Second {
+		t.Errorf("%d requests in %v; want each refused once and retried after Retry-After's second", n, d)
 	}
 }
