@@ -48,10 +48,11 @@ var (
 	// SyncFailed: writing a child object failed; the operator retries with backoff. The
 	// argument is the condition message.
 	SyncFailed = warning("SyncFailed", "%s")
-	// Created: a child object was created (kind, name).
-	Created = normal("Created", "Created %s %s")
-	// Updated: a child object was changed to match the spec (kind, name).
-	Updated = normal("Updated", "Updated %s %s")
+	// Created: child objects were created, one event per reconcile ("Kind name, Kind name").
+	Created = normal("Created", "Created %s")
+	// Updated: child objects were changed to match the spec, one event per reconcile ("Kind
+	// name, Kind name").
+	Updated = normal("Updated", "Updated %s")
 	// MemberRestarted: a member's pod was deleted so that it restarts on the new pod template
 	// (pod).
 	MemberRestarted = normal("MemberRestarted", "Restarting member %s onto the new pod template")

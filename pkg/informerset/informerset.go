@@ -5,7 +5,7 @@
 // Kubernetes has no server-side filter for "namespace in (a, b)", and a cluster-wide watch would
 // need cluster-wide RBAC, so a list of namespaces means one factory per namespace. Children of
 // clusters are further filtered by the app.kubernetes.io/managed-by label, so the operator
-// caches only its own Secrets, Pods and so on.
+// caches only its own Secrets, Pods and so on; Trim keeps only what the controllers read.
 package informerset
 
 import (
@@ -14,6 +14,8 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -44,12 +46,46 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, namespaces []stri
 	for _, n := range ns {
 		s.kube = append(s.kube, kubeinformers.NewSharedInformerFactoryWithOptions(kube, resync,
 			kubeinformers.WithNamespace(n),
-			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = childSelector })))
+			kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = childSelector }),
+			kubeinformers.WithTransform(Trim)))
 		s.mysql = append(s.mysql, mysqlinformers.NewSharedInformerFactoryWithOptions(mysql, resync,
 			mysqlinformers.WithNamespace(n),
-			mysqlinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = targetSelector })))
+			mysqlinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = targetSelector }),
+			mysqlinformers.WithTransform(Trim)))
 	}
 	return s
+}
+
+// StripManagedFields drops metadata.managedFields before an object enters a cache: no
+// controller reads them, and they are often the largest part of a small object's metadata.
+// Writing back an object without them is safe: the API server keeps the stored managedFields
+// when an update carries none.
+func StripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil && m.GetManagedFields() != nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// Trim is the transform of every cache: StripManagedFields, and Pods cut down to what the
+// controllers read of them, which is most of a large cache's memory. A cached Pod keeps its
+// metadata, its containers' names and images, and its status conditions and phase; the rest of
+// its spec and status (volumes, env, probes, resources, container statuses, IPs, ...) is
+// dropped. Pods are never written back from the cache (only patched), and a controller that
+// needs more of a pod must read it from the API server or extend this list.
+func Trim(obj any) (any, error) {
+	obj, _ = StripManagedFields(obj)
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	containers := make([]corev1.Container, len(p.Spec.Containers))
+	for i, c := range p.Spec.Containers {
+		containers[i] = corev1.Container{Name: c.Name, Image: c.Image}
+	}
+	p.Spec = corev1.PodSpec{Containers: containers}
+	p.Status = corev1.PodStatus{Phase: p.Status.Phase, Conditions: p.Status.Conditions}
+	return p, nil
 }
 
 // Kube returns the informer that get makes from each namespace's kube factory. Calling it

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
@@ -69,5 +70,65 @@ func TestAllNamespaces(t *testing.T) {
 		if got := New(kubefake.NewClientset(), mysqlfake.NewSimpleClientset(), ns, 0, "", "").Namespaces; len(got) != 1 || got[0] != "" {
 			t.Errorf("New(%q) watches %q, want all namespaces", ns, got)
 		}
+	}
+}
+
+func TestCachesHoldNoManagedFields(t *testing.T) {
+	withFields := cm("a", "x", map[string]string{"managed": "yes"})
+	withFields.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "mysql-operator", Operation: metav1.ManagedFieldsOperationUpdate}}
+	kube := kubefake.NewClientset(withFields)
+	set := New(kube, mysqlfake.NewSimpleClientset(), []string{"a"}, 0, "managed=yes", "")
+	inf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ConfigMaps().Informer()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); set.Shutdown() }()
+	set.Start(ctx.Done())
+	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := corelisters.NewConfigMapLister(inf.Indexer()).ConfigMaps("a").Get("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ManagedFields != nil {
+		t.Errorf("cached object keeps managedFields %v", got.ManagedFields)
+	}
+	if _, err := StripManagedFields(cache.DeletedFinalStateUnknown{Key: "a/x"}); err != nil {
+		t.Errorf("a tombstone: %v", err)
+	}
+}
+
+func TestTrimKeepsWhatControllersReadOfPods(t *testing.T) {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-0", Labels: map[string]string{"role": "primary"}, Annotations: map[string]string{"hash": "1"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "mysqld", Image: "mariadb:11", Env: []corev1.EnvVar{{Name: "A", Value: "b"}}}, {Name: "agent", Image: "agent:1"}},
+			Volumes:    []corev1.Volume{{Name: "data"}},
+			NodeName:   "node-1",
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "mysqld"}}},
+	}
+	got, err := Trim(p.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-0", Labels: p.Labels, Annotations: p.Annotations},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "mysqld", Image: "mariadb:11"}, {Name: "agent", Image: "agent:1"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, Conditions: p.Status.Conditions},
+	}
+	if !apiequality.Semantic.DeepEqual(got, want) {
+		t.Errorf("trimmed pod\n%+v\nwant\n%+v", got, want)
+	}
+	// Other kinds lose only their managedFields.
+	cmap := cm("a", "x", nil)
+	cmap.Data = map[string]string{"k": "v"}
+	cmap.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
+	if got, _ := Trim(cmap.DeepCopy()); got.(*corev1.ConfigMap).Data["k"] != "v" || got.(*corev1.ConfigMap).ManagedFields != nil {
+		t.Errorf("trimmed ConfigMap %+v", got)
 	}
 }

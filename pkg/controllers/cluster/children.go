@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ownwrites"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/secret"
@@ -59,6 +62,12 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 	name := desired.GetName()
 	client := ops.client(desired.GetNamespace())
 	existing, err := ops.cache(desired.GetNamespace()).Get(name)
+	if err == nil || apierrors.IsNotFound(err) {
+		var found bool
+		if existing, found = ownwrites.Latest(c.written, desired.GetNamespace(), name, existing, err == nil); found {
+			err = nil
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		created, err := client.Create(ctx, desired, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -71,8 +80,9 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 		if err != nil {
 			return zero, fmt.Errorf("create %s %s: %w", ops.kind, name, err)
 		}
+		c.written.Wrote(created)
 		logger.V(2).Info("Created child", "kind", ops.kind, "object", klog.KObj(created))
-		events.Created.Record(c.recorder, cluster, ops.kind, name)
+		noteChange(ctx, c, cluster, events.Created, ops.kind, name)
 		return created, nil
 	}
 	if err != nil {
@@ -89,9 +99,51 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 	if err != nil {
 		return zero, fmt.Errorf("update %s %s: %w", ops.kind, name, err)
 	}
+	c.written.Wrote(updated)
 	logger.V(2).Info("Updated child", "kind", ops.kind, "object", klog.KObj(updated))
-	events.Updated.Record(c.recorder, cluster, ops.kind, name)
+	noteChange(ctx, c, cluster, events.Updated, ops.kind, name)
 	return updated, nil
+}
+
+// changeLog collects the children one reconcile created and updated, so that it emits one
+// event of each rather than one per child: events are API requests too, and a new cluster has
+// ten children.
+type changeLog struct {
+	mu       sync.Mutex
+	byReason map[events.Event][]string
+}
+
+type changeLogKey struct{}
+
+// withChangeLog returns a context whose changes are collected until flush is called.
+func withChangeLog(ctx context.Context) (context.Context, *changeLog) {
+	l := &changeLog{byReason: map[events.Event][]string{}}
+	return context.WithValue(ctx, changeLogKey{}, l), l
+}
+
+// noteChange records that ev (Created or Updated) happened to the child kind/name: into the
+// context's change log, or as an event at once when there is none.
+func noteChange(ctx context.Context, c *Controller, cluster *v1alpha1.MySQLCluster, ev events.Event, kind, name string) {
+	l, ok := ctx.Value(changeLogKey{}).(*changeLog)
+	if !ok {
+		ev.Record(c.recorder, cluster, kind+" "+name)
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.byReason[ev] = append(l.byReason[ev], kind+" "+name)
+}
+
+// flush emits one event per kind of change collected.
+func (l *changeLog) flush(c *Controller, cluster *v1alpha1.MySQLCluster) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ev := range []events.Event{events.Created, events.Updated} {
+		if children := l.byReason[ev]; len(children) > 0 {
+			ev.Record(c.recorder, cluster, strings.Join(children, ", "))
+		}
+	}
+	clear(l.byReason)
 }
 
 // setSpecHash records the hash of spec on obj, so later reconciles compare hashes rather than

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
+	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/certs"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
 )
@@ -246,7 +248,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			events.MemberReseedRequested.Record(c.recorder, cluster, name(d.Op.Targets[0]), name(d.Primary))
 			// Done: the request goes, so that a later manager does not carry it out again.
 			clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationReseed: nil}}
-			if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, clear); err != nil {
+			if _, err := c.patchCluster(ctx, cluster, clear); err != nil {
 				logger.Error(err, "Clear the re-seed request")
 			}
 		case d.Op.Kind == clustering.OpReseed:
@@ -263,6 +265,16 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		changed := r.decision == nil || summary(*r.decision) != summary(d)
 		r.decision, r.observed = &d, m.Observed()
 		r.mu.Unlock()
+		if changed {
+			// The Services follow the new roles now; the sync queued below does the rest.
+			pods, err := c.pods.Pods(cluster.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(cluster)))
+			if err == nil {
+				err = c.labelRoles(ctx, cluster, pods, &d)
+			}
+			if err != nil && ctx.Err() == nil {
+				logger.Error(err, "Move the role labels to the new decision")
+			}
+		}
 		// A changed decision is applied at once; GTIDs and lag in the status are refreshed every
 		// statusRefreshRounds rounds, not every round, to keep status writes bounded.
 		if rounds++; changed || rounds >= statusRefreshRounds {

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ownwrites"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
 	listers "github.com/mysqlop/mysql-operator/pkg/generated/listers/mysqlop/v1alpha1"
@@ -104,6 +106,12 @@ type Controller struct {
 	dial agents.Dialer
 	// clusterings drive each cluster's clustering manager.
 	clusterings clusterings
+	// written holds the clusters and children this controller wrote until its caches show
+	// them (a burst of new clusters outruns the watch).
+	written *ownwrites.Tracker
+	// statusWrites holds when each cluster's status was last written (cache.ObjectName to
+	// time.Time), to coalesce the writes of members coming up.
+	statusWrites sync.Map
 }
 
 // New registers the controller's informers with set and returns the controller. Call it for
@@ -167,6 +175,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		cfg:          cfg,
 		rand:         rand.Reader,
 		now:          time.Now,
+		written:      ownwrites.New(time.Minute),
 	}
 	c.clusterings = &runners{c: c}
 	c.dial = agents.TLSDialer(c.secrets, cfg.AgentResolve)
@@ -174,6 +183,9 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	c.loop.WaitFor(clusterInf.HasSynced, restoreInf.HasSynced, backupInf.HasSynced)
 	if inf, ok := kinds["networkpolicies"]; ok {
 		c.netpols = networkinglisters.NewNetworkPolicyLister(inf.Indexer())
+	}
+	if err := clusterInf.AddEventHandler(c.written.Handler()); err != nil {
+		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	if err := clusterInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.loop.Enqueue,
@@ -221,6 +233,9 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		return nil, fmt.Errorf("watch backups: %w", err)
 	}
 	for kind, inf := range kinds {
+		if err := inf.AddEventHandler(c.written.Handler()); err != nil {
+			return nil, fmt.Errorf("watch %s: %w", kind, err)
+		}
 		if err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: c.handleChild,
 			UpdateFunc: func(old, obj any) {

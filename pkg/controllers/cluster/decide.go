@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -439,4 +441,34 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return strconv.Itoa(n) + " " + many
+}
+
+// statusCoalesce is the least time between two status writes of a cluster while its members
+// come up (or come back): each member's progress is a write otherwise, and a burst of new
+// clusters would spend its requests on them.
+const statusCoalesce = 2 * time.Second
+
+// statusHold is how long to hold back the status next, given the written prev and the time
+// since this controller last wrote the cluster's status; 0 writes it now. Only member progress
+// between Pending and Degraded waits: a cluster turning Healthy, any other phase, a new primary
+// or epoch, and every other field are written at once.
+func statusHold(prev, next *v1alpha1.MySQLClusterStatus, sinceLast time.Duration) time.Duration {
+	progress := func(p v1alpha1.ClusterPhase) bool {
+		return p == v1alpha1.ClusterPending || p == v1alpha1.ClusterDegraded
+	}
+	if sinceLast >= statusCoalesce || !progress(prev.Phase) || !progress(next.Phase) {
+		return 0
+	}
+	a, b := prev.DeepCopy(), next.DeepCopy()
+	for _, st := range []*v1alpha1.MySQLClusterStatus{a, b} {
+		st.Instances, st.ReadyMembers, st.Phase = nil, 0, ""
+		// The conditions that follow the members; the others (Synced, Accepted, ...) count.
+		st.Conditions = slices.DeleteFunc(st.Conditions, func(c metav1.Condition) bool {
+			return c.Type == v1alpha1.ConditionReady || c.Type == v1alpha1.ConditionHealthy || c.Type == v1alpha1.ConditionDegraded
+		})
+	}
+	if !apiequality.Semantic.DeepEqual(a, b) {
+		return 0
+	}
+	return statusCoalesce - sinceLast
 }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -494,5 +495,51 @@ func TestSwitchoverReason(t *testing.T) {
 		if got := switchoverReason(tc.requested, 2, tc.d); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestStatusHold(t *testing.T) {
+	ready := func(reason string) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason},
+			{Type: v1alpha1.ConditionSynced, Status: metav1.ConditionTrue, Reason: "Synced"}}
+	}
+	pending := v1alpha1.MySQLClusterStatus{Phase: v1alpha1.ClusterPending, Primary: "db-0", Conditions: ready("MembersNotReady")}
+	oneReady := *pending.DeepCopy()
+	oneReady.Phase, oneReady.ReadyMembers = v1alpha1.ClusterDegraded, 1
+	oneReady.Instances = []v1alpha1.InstanceStatus{{Name: "db-0", Ready: true}}
+	oneReady.Conditions = ready("MembersNotReady ")
+	for _, tc := range []struct {
+		name      string
+		prev      v1alpha1.MySQLClusterStatus
+		next      func(*v1alpha1.MySQLClusterStatus)
+		sinceLast time.Duration
+		want      time.Duration
+	}{
+		{name: "member progress soon after a write waits", prev: pending, next: func(s *v1alpha1.MySQLClusterStatus) { *s = *oneReady.DeepCopy() },
+			sinceLast: 500 * time.Millisecond, want: 1500 * time.Millisecond},
+		{name: "member progress after the interval is written", prev: pending, next: func(s *v1alpha1.MySQLClusterStatus) { *s = *oneReady.DeepCopy() },
+			sinceLast: 3 * time.Second},
+		{name: "never written by this process", prev: pending, next: func(s *v1alpha1.MySQLClusterStatus) { *s = *oneReady.DeepCopy() },
+			sinceLast: time.Duration(1 << 62)},
+		{name: "turning Healthy is written at once", prev: oneReady, next: func(s *v1alpha1.MySQLClusterStatus) {
+			s.Phase, s.ReadyMembers = v1alpha1.ClusterHealthy, 3
+		}, sinceLast: 100 * time.Millisecond},
+		{name: "leaving Healthy is written at once", prev: v1alpha1.MySQLClusterStatus{Phase: v1alpha1.ClusterHealthy, ReadyMembers: 3}, next: func(s *v1alpha1.MySQLClusterStatus) {
+			s.Phase, s.ReadyMembers = v1alpha1.ClusterDegraded, 2
+		}, sinceLast: 100 * time.Millisecond},
+		{name: "a new primary is written at once", prev: oneReady, next: func(s *v1alpha1.MySQLClusterStatus) { s.Primary = "db-1" },
+			sinceLast: 100 * time.Millisecond},
+		{name: "an epoch is written at once", prev: oneReady, next: func(s *v1alpha1.MySQLClusterStatus) { s.Epoch = 2 },
+			sinceLast: 100 * time.Millisecond},
+		{name: "another condition is written at once", prev: oneReady, next: func(s *v1alpha1.MySQLClusterStatus) { s.Conditions[1].Status = metav1.ConditionFalse },
+			sinceLast: 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next := tc.prev.DeepCopy()
+			tc.next(next)
+			if got := statusHold(&tc.prev, next, tc.sinceLast); got != tc.want {
+				t.Errorf("hold %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -74,7 +74,7 @@ func (c *Controller) fence(ctx context.Context, cluster *v1alpha1.MySQLCluster) 
 		return f, nil
 	}
 	lift := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationRestore: nil}}
-	if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, lift); err != nil {
+	if _, err := c.patchCluster(ctx, cluster, lift); err != nil {
 		return f, fmt.Errorf("lift the fence of restore %s: %w", name, err)
 	}
 	events.StaleFenceLifted.Record(c.recorder, cluster, name)

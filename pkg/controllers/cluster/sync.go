@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +25,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ownwrites"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -53,12 +56,19 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	cached, err := c.clusters.MySQLClusters(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("Cluster no longer exists")
+		c.statusWrites.Delete(key)
 		c.clusterings.stop(key)
 		metrics.ForgetCluster(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("get cluster %s: %w", key, err)
+	}
+	if c.written.Behind(cached) {
+		// The cache has not shown this controller's last write of the cluster yet: acting on
+		// the older copy would only end in a conflict. The write's own event brings the
+		// cluster back; the requeue is for an event that never comes.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	if cached.DeletionTimestamp != nil {
 		// Children carry owner references; the garbage collector removes them.
@@ -106,6 +116,10 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	if desiredSTS == nil {
 		return ctrl.Result{}, syncErr
 	}
+	if children.deferred {
+		// The StatefulSet's own event brings the cluster back; the requeue is a safety net.
+		return ctrl.Result{RequeueAfter: time.Second}, syncErr
+	}
 
 	pods, err := c.pods.Pods(cluster.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(cluster)))
 	if err != nil {
@@ -138,6 +152,9 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		TLS: children.tls,
 	})
 	metrics.ObserveCluster(cluster.Namespace, cluster.Name, desiredMembers, &st)
+	if hold := statusHold(&latest.Status, &st, c.sinceStatusWrite(key)); hold > 0 {
+		return ctrl.Result{RequeueAfter: hold}, syncErr
+	}
 	c.eventTransitions(latest, st)
 	if err := c.writeStatus(ctx, latest, st); err != nil {
 		return ctrl.Result{}, errors.Join(syncErr, err)
@@ -207,10 +224,16 @@ type childrenResult struct {
 	blocked bool
 	// tls is the state of the certificates.
 	tls tlsView
+	// deferred is set when the StatefulSet was created and the children pods do not need
+	// (Services, PodDisruptionBudget, NetworkPolicy, CA bundle) were left for the next sync.
+	deferred bool
 }
 
 // syncChildren brings every child to the desired state and returns the joined transient errors.
+// The children it created or updated are named in one event of each.
 func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCluster) (childrenResult, error) {
+	ctx, changes := withChangeLog(ctx)
+	defer changes.flush(c, cluster)
 	opVersion := version.LabelValue(c.cfg.OperatorVersion)
 	var res childrenResult
 	var errs []error
@@ -248,6 +271,33 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	_, err = ensure(ctx, c, cluster, c.configMapOps(), cm)
 	record(err)
 
+	sts := statefulset.New(cluster, statefulset.Params{
+		ServerImage:     c.serverImage(cluster),
+		AgentImage:      c.cfg.Images.Agent,
+		OperatorVersion: opVersion,
+		ConfigHash:      configmap.Hash(cm),
+	})
+	setSpecHash(sts, sts.Spec)
+	res.statefulSet = sts
+	// The StatefulSet comes as soon as what its pods mount exists, so that pods are scheduled,
+	// their claims bound and their servers started while the rest is created.
+	if !res.blocked {
+		// (Blocked: the credentials Secret is someone else's and pods would mount it. The
+		// cluster stops as for a foreign StatefulSet, and a StatefulSet already there is left
+		// as it is.)
+		cached, err := c.statefulSets.StatefulSets(cluster.Namespace).Get(sts.Name)
+		_, exists := ownwrites.Latest(c.written, cluster.Namespace, sts.Name, cached, err == nil)
+		res.current, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
+		record(err)
+		if !exists && err == nil {
+			// A new StatefulSet: its pods start now, and the rest waits for this cluster's next
+			// turn, behind the other clusters in the queue, so that a burst of new clusters
+			// gets every StatefulSet first.
+			res.deferred = true
+			return res, errors.Join(errs...)
+		}
+	}
+
 	for _, svc := range []*corev1.Service{
 		service.NewHeadless(cluster, opVersion), service.NewPrimary(cluster, opVersion), service.NewReplicas(cluster, opVersion),
 	} {
@@ -268,21 +318,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		record(err)
 	}
 
-	sts := statefulset.New(cluster, statefulset.Params{
-		ServerImage:     c.serverImage(cluster),
-		AgentImage:      c.cfg.Images.Agent,
-		OperatorVersion: opVersion,
-		ConfigHash:      configmap.Hash(cm),
-	})
-	setSpecHash(sts, sts.Spec)
-	res.statefulSet = sts
-	if res.blocked {
-		// The credentials Secret is someone else's: pods would mount it. The cluster stops as
-		// for a foreign StatefulSet, and a StatefulSet already there is left as it is.
-		return res, errors.Join(errs...)
-	}
-	res.current, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
-	record(err)
+	record(c.syncCABundle(ctx, cluster, res.tls, opVersion))
 	return res, errors.Join(errs...)
 }
 
@@ -357,8 +393,22 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 		return nil, plan, nil
 	}
 
+	errs := []error{c.labelRoles(ctx, cluster, pods, d)}
+	if requested != "" && roleOf(d, resources.Ordinal(setName, requested)) == v1alpha1.RolePrimary {
+		clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationSwitchoverTo: nil}}
+		if _, err := c.patchCluster(ctx, cluster, clear); err != nil {
+			errs = append(errs, fmt.Errorf("clear switchover request: %w", err))
+		}
+	}
+	return &clusteringView{Decision: d, Observed: observedInstances}, plan, errors.Join(append(errs, reseedErr)...)
+}
+
+// labelRoles moves the role labels of cluster's member pods to decision d. The clustering runner
+// calls it too, as soon as a decision changes: the primary Service must follow a failover at
+// once, not after the cluster's turn in a queue that a burst of new clusters can make long.
+func (c *Controller) labelRoles(ctx context.Context, cluster *v1alpha1.MySQLCluster, pods []*corev1.Pod, d *clustering.Decision) error {
 	var errs []error
-	for name, role := range planRoles(pods, setName, cluster.Spec.Members, d) {
+	for name, role := range planRoles(pods, resources.StatefulSetName(cluster), cluster.Spec.Members, d) {
 		label := objects.Metadata{Labels: map[string]*string{v1alpha1.LabelRole: nil}} // "" removes the label
 		if role != "" {
 			label.Labels[v1alpha1.LabelRole] = objects.Value(role)
@@ -367,13 +417,7 @@ func (c *Controller) syncClustering(ctx context.Context, key cache.ObjectName, l
 			errs = append(errs, fmt.Errorf("label pod %s as %q: %w", name, role, err))
 		}
 	}
-	if requested != "" && roleOf(d, resources.Ordinal(setName, requested)) == v1alpha1.RolePrimary {
-		clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationSwitchoverTo: nil}}
-		if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, clear); err != nil {
-			errs = append(errs, fmt.Errorf("clear switchover request: %w", err))
-		}
-	}
-	return &clusteringView{Decision: d, Observed: observedInstances}, plan, errors.Join(append(errs, reseedErr)...)
+	return errors.Join(errs...)
 }
 
 // reseedRequest holds the ordinal of the member the annotation mysqlop.io/reseed asks to
@@ -390,7 +434,7 @@ func (c *Controller) reseedRequest(ctx context.Context, cluster *v1alpha1.MySQLC
 	}
 	events.ReseedRefused.Record(c.recorder, cluster, member)
 	clear := objects.Metadata{Annotations: map[string]*string{v1alpha1.AnnotationReseed: nil}}
-	if _, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, clear); err != nil {
+	if _, err := c.patchCluster(ctx, cluster, clear); err != nil {
 		return nil, fmt.Errorf("remove the refused re-seed request: %w", err)
 	}
 	return nil, nil
@@ -480,7 +524,7 @@ func (c *Controller) stampOperatorVersion(ctx context.Context, cached *v1alpha1.
 		return cached, nil
 	}
 	stamp := objects.Metadata{Labels: map[string]*string{v1alpha1.LabelOperatorVersion: &want}}
-	updated, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cached.Namespace).Patch, cached.Name, stamp)
+	updated, err := c.patchCluster(ctx, cached, stamp)
 	if err != nil {
 		return nil, fmt.Errorf("label cluster with operator version: %w", err)
 	}
@@ -494,10 +538,32 @@ func (c *Controller) writeStatus(ctx context.Context, cluster *v1alpha1.MySQLClu
 	}
 	u := cluster.DeepCopy()
 	u.Status = st
-	if _, err := c.mysql.MysqlopV1alpha1().MySQLClusters(u.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+	updated, err := c.mysql.MysqlopV1alpha1().MySQLClusters(u.Namespace).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("update status of cluster %s: %w", cluster.Name, err)
 	}
+	c.written.Wrote(updated)
+	c.statusWrites.Store(cache.ObjectName{Namespace: u.Namespace, Name: u.Name}, time.Now())
 	return nil
+}
+
+// sinceStatusWrite is the time since this process last wrote the status of the cluster key (a
+// long time when it never did).
+func (c *Controller) sinceStatusWrite(key cache.ObjectName) time.Duration {
+	if t, ok := c.statusWrites.Load(key); ok {
+		return time.Since(t.(time.Time))
+	}
+	return time.Duration(math.MaxInt64)
+}
+
+// patchCluster patches the labels or annotations of cluster and records the write.
+func (c *Controller) patchCluster(ctx context.Context, cluster *v1alpha1.MySQLCluster, m objects.Metadata) (*v1alpha1.MySQLCluster, error) {
+	updated, err := objects.PatchMetadata(ctx, c.mysql.MysqlopV1alpha1().MySQLClusters(cluster.Namespace).Patch, cluster.Name, m)
+	if err != nil {
+		return nil, err
+	}
+	c.written.Wrote(updated)
+	return updated, nil
 }
 
 // eventTransitions emits events for condition changes, once per change rather than per sync.

@@ -66,19 +66,20 @@ func (c *Controller) syncTLS(ctx context.Context, cluster *v1alpha1.MySQLCluster
 	if cluster.Spec.TLS.Disabled {
 		return tlsView{}, nil
 	}
-	source := tlsSource(cluster)
-	var view tlsView
-	var err error
-	if source == v1alpha1.TLSSourceCertManager {
-		view, err = c.certManagerTLS(ctx, cluster, opVersion)
-	} else {
-		view, err = c.issuedTLS(ctx, cluster, source, opVersion)
+	if source := tlsSource(cluster); source != v1alpha1.TLSSourceCertManager {
+		return c.issuedTLS(ctx, cluster, source, opVersion)
 	}
-	if err != nil || view.caPEM == nil {
-		return view, err
+	return c.certManagerTLS(ctx, cluster, opVersion)
+}
+
+// syncCABundle publishes the CA bundle of view for applications (nothing while it is unknown).
+// Pods do not mount it, so it is created after the StatefulSet.
+func (c *Controller) syncCABundle(ctx context.Context, cluster *v1alpha1.MySQLCluster, view tlsView, opVersion string) error {
+	if view.caPEM == nil {
+		return nil
 	}
-	_, err = ensure(ctx, c, cluster, c.tlsSecretOps(), certs.CABundleSecret(cluster, view.caPEM, opVersion))
-	return view, err
+	_, err := ensure(ctx, c, cluster, c.tlsSecretOps(), certs.CABundleSecret(cluster, view.caPEM, opVersion))
+	return err
 }
 
 // issuedTLS is syncTLS when the operator issues the servers' certificate itself.
@@ -209,7 +210,7 @@ func (c *Controller) certManagerTLS(ctx context.Context, cluster *v1alpha1.MySQL
 		if err != nil {
 			return tlsView{}, fmt.Errorf("create Certificate %s: %w", want.GetName(), err)
 		}
-		events.Created.Record(c.recorder, cluster, "Certificate", want.GetName())
+		noteChange(ctx, c, cluster, events.Created, "Certificate", want.GetName())
 	case err != nil:
 		return tlsView{}, fmt.Errorf("get Certificate %s: %w", want.GetName(), err)
 	case !metav1.IsControlledBy(existing, cluster):
@@ -221,7 +222,7 @@ func (c *Controller) certManagerTLS(ctx context.Context, cluster *v1alpha1.MySQL
 			if _, err := client.Update(ctx, u, metav1.UpdateOptions{}); err != nil {
 				return tlsView{}, fmt.Errorf("update Certificate %s: %w", want.GetName(), err)
 			}
-			events.Updated.Record(c.recorder, cluster, "Certificate", want.GetName())
+			noteChange(ctx, c, cluster, events.Updated, "Certificate", want.GetName())
 		}
 	}
 	s, err := c.secrets.Secrets(cluster.Namespace).Get(resources.TLSSecretName(cluster))

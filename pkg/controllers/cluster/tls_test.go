@@ -50,6 +50,8 @@ func TestOperatorIssuesAndRenewsTheServersCertificate(t *testing.T) {
 	f := newFixture(t, config("v1"), mariadb(3, "10.11.6"))
 	now := time.Now()
 	f.ctrl.now = func() time.Time { return now }
+	f.sync() // the StatefulSet first
+	f.settle()
 	requeue := f.syncResult()
 	f.settle()
 
@@ -117,6 +119,8 @@ func TestUserCA(t *testing.T) {
 	c := mariadb(3, "10.11.6")
 	c.Spec.TLS.CASecretRef = &v1alpha1.LocalReference{Name: "my-ca"}
 	f := newFixture(t, config("v1"), c)
+	f.sync() // the StatefulSet first
+	f.settle()
 	if requeue := f.syncResult(); requeue != tlsRecheck {
 		t.Errorf("requeue %s with the CA missing, want %s", requeue, tlsRecheck)
 	}
@@ -164,6 +168,8 @@ func TestCertManagerWithoutItsCRDs(t *testing.T) {
 	})
 	cfg.Dynamic = dyn
 	f := newFixture(t, cfg, c)
+	f.sync() // the StatefulSet first
+	f.settle()
 	if requeue := f.syncResult(); requeue != tlsRecheck {
 		t.Errorf("requeue %s, want %s", requeue, tlsRecheck)
 	}
