@@ -1,17 +1,25 @@
 // Command reconcile measures how the Cluster controller scales. For each client QPS setting and
 // each cluster count it starts a fresh control plane (with kwok nodes), runs the real
-// mysql-operator binary against it, creates N MySQLClusters of 3 members at once and reports:
+// mysql-operator binary against it, creates N MySQLClusters of 3 members at once (16 creates
+// in flight) and reports, from the first create:
 //
-//   - the time until every cluster has all seven children and a written status,
-//   - the time until every cluster is Healthy (its kwok pods ready),
-//   - the operator's API requests per cluster (its own mysqlop_api_requests_total),
-//   - the operator's peak RSS (VmHWM).
+//   - the time until every cluster's StatefulSet exists, and until every StatefulSet has 3
+//     ready replicas (kwok pods),
+//   - the time until every cluster has all its children and a written status, and until
+//     every cluster is Healthy,
+//   - the operator's CPU seconds (from /proc) and API requests per cluster (its own
+//     mysqlop_api_requests_total, by method) at that point, and its peak RSS (VmHWM).
+//
+// For each cluster count it also measures the control plane's own floor: on another fresh
+// control plane it creates the same N StatefulSets (the operator's, built by the same code)
+// directly, at the same concurrency, and nothing else; "StatefulSets ready / floor" compares
+// the two.
 //
 // With -tls on,off it repeats each run with the clusters' TLS on (the default: the operator
 // issues a CA and a server certificate per cluster, three more Secrets) and off
 // (spec.tls.disabled), so the cost of certificates shows in the same table.
 //
-// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 20,100 [-tls on,off]   (or make bench)
+// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 0,20 [-tls on,off] [-floor=false] [-workers n] [-logs dir]   (or make bench)
 package main
 
 import (
@@ -24,37 +32,53 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
+	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
+	"github.com/mysqlop/mysql-operator/pkg/resources/statefulset"
 	"github.com/mysqlop/mysql-operator/test/framework"
 	"github.com/mysqlop/mysql-operator/test/proc"
 )
 
+// inFlight is how many creates the benchmark keeps in flight, for clusters and for the floor's
+// StatefulSets alike.
+const inFlight = 16
+
 type result struct {
-	qps                int
-	tls                bool
-	clusters           int
-	children, ready    time.Duration
-	requestsPerCluster float64
-	peakRSSMiB         float64
-	err                error
+	qps      int
+	tls      bool
+	floor    bool
+	clusters int
+	// Times from the first create.
+	stsExist, stsReady, children, healthy time.Duration
+	cpuSeconds                            float64
+	requests                              map[string]float64 // by method
+	peakRSSMiB                            float64
+	err                                   error
 }
 
 func main() {
 	clusters := flag.String("clusters", "10,100,500", "comma-separated cluster counts")
-	qpsList := flag.String("qps", "20,100", "comma-separated --kube-api-qps settings (burst is twice the QPS)")
+	qpsList := flag.String("qps", "0,20", "comma-separated --kube-api-qps settings (burst is twice the QPS; 0: no client-side limit, the operator's default)")
 	nodes := flag.Int("nodes", 10, "kwok nodes")
 	timeout := flag.Duration("timeout", 20*time.Minute, "limit for one run")
 	tlsList := flag.String("tls", "on", "comma-separated TLS settings of the clusters: on (the default spec) and/or off (spec.tls.disabled)")
+	floor := flag.Bool("floor", true, "also measure the control plane's floor: the same StatefulSets created directly")
+	logs := flag.String("logs", "", "directory to keep each run's operator log in")
+	workers := flag.Int("workers", 0, "--cluster-workers of the operator (0: its default)")
 	flag.Parse()
 	var tlsModes []bool
 	for _, m := range strings.Split(*tlsList, ",") {
@@ -77,28 +101,90 @@ func main() {
 	defer os.RemoveAll(filepath.Dir(bin))
 
 	var results []result
-	for _, q := range ints(*qpsList) {
-		for _, n := range ints(*clusters) {
+	for _, n := range ints(*clusters) {
+		if n == 0 {
+			continue
+		}
+		if *floor {
+			fmt.Fprintf(os.Stderr, "run: floor clusters=%d\n", n)
+			r := runFloor(n, *nodes, *timeout, *logs)
+			report(r)
+			results = append(results, r)
+		}
+		for _, q := range ints(*qpsList) {
 			for _, tls := range tlsModes {
 				fmt.Fprintf(os.Stderr, "run: qps=%d clusters=%d tls=%s\n", q, n, onOff(tls))
-				r := runOnce(bin, q, n, *nodes, tls, *timeout)
-				if r.err != nil {
-					fmt.Fprintf(os.Stderr, "  failed: %v\n", r.err)
-				}
+				r := runOnce(bin, q, n, *nodes, tls, *timeout, *logs, *workers)
+				report(r)
 				results = append(results, r)
 			}
 		}
 	}
-	fmt.Printf("\n| QPS/burst | clusters | TLS | all children + status | all Ready | API requests / cluster | operator peak RSS |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| run | clusters | TLS | all StatefulSets exist | all StatefulSets ready | ready / floor | all children + status | all Healthy | operator CPU | API requests / cluster | operator peak RSS |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	floors := map[int]time.Duration{}
 	for _, r := range results {
-		if r.err != nil {
-			fmt.Printf("| %d/%d | %d | %s | failed: %v | | | |\n", r.qps, 2*r.qps, r.clusters, onOff(r.tls), r.err)
-			continue
+		if r.floor && r.err == nil {
+			floors[r.clusters] = r.stsReady
 		}
-		fmt.Printf("| %d/%d | %d | %s | %.1f s | %.1f s | %.1f | %.0f MiB |\n", r.qps, 2*r.qps, r.clusters, onOff(r.tls),
-			r.children.Seconds(), r.ready.Seconds(), r.requestsPerCluster, r.peakRSSMiB)
 	}
+	for _, r := range results {
+		fmt.Println(row(r, floors[r.clusters]))
+	}
+}
+
+func report(r result) {
+	if r.err != nil {
+		fmt.Fprintf(os.Stderr, "  failed: %v\n", r.err)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "  "+row(r, 0))
+}
+
+// row is one line of the table.
+func row(r result, floor time.Duration) string {
+	name := "QPS " + rate(r.qps)
+	if r.floor {
+		name = "floor: the StatefulSets alone"
+	}
+	if r.err != nil {
+		return fmt.Sprintf("| %s | %d | %s | failed: %v | | | | | | | |", name, r.clusters, onOff(r.tls), r.err)
+	}
+	if r.floor {
+		return fmt.Sprintf("| %s | %d | | %.1f s | %.1f s | 1 | | | | | |", name, r.clusters, r.stsExist.Seconds(), r.stsReady.Seconds())
+	}
+	ratio := ""
+	if floor > 0 {
+		ratio = fmt.Sprintf("%.2f", r.stsReady.Seconds()/floor.Seconds())
+	}
+	return fmt.Sprintf("| %s | %d | %s | %.1f s | %.1f s | %s | %.1f s | %.1f s | %.1f s | %s | %.0f MiB |", name, r.clusters, onOff(r.tls),
+		r.stsExist.Seconds(), r.stsReady.Seconds(), ratio, r.children.Seconds(), r.healthy.Seconds(), r.cpuSeconds,
+		perCluster(r.requests, r.clusters), r.peakRSSMiB)
+}
+
+// perCluster is the total of requests per cluster and its split by method.
+func perCluster(byMethod map[string]float64, n int) string {
+	var total float64
+	var methods []string
+	for m, v := range byMethod {
+		total += v
+		methods = append(methods, m)
+	}
+	sort.Strings(methods)
+	var parts []string
+	for _, m := range methods {
+		parts = append(parts, fmt.Sprintf("%s %.1f", m, byMethod[m]/float64(n)))
+	}
+	return fmt.Sprintf("%.1f (%s)", total/float64(n), strings.Join(parts, ", "))
+}
+
+// rate is a --kube-api-qps setting as the table shows it: QPS/burst, or "none" for 0 (no
+// client-side limit).
+func rate(qps int) string {
+	if qps == 0 {
+		return "none (0)"
+	}
+	return fmt.Sprintf("%d/%d", qps, 2*qps)
 }
 
 func onOff(b bool) string {
@@ -108,7 +194,154 @@ func onOff(b bool) string {
 	return "off"
 }
 
-func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration) (r result) {
+// watcher follows what the benchmark measures through informers (one list and a watch per
+// kind), so that polling does not load the API server it measures.
+type watcher struct {
+	sets                                cache.Indexer
+	secrets, configMaps, services, pdbs cache.Indexer
+	clusters                            cache.Indexer
+	stop                                chan struct{}
+}
+
+func watch(cp *framework.ControlPlane, mysql versioned.Interface, ns string, children bool) (*watcher, error) {
+	w := &watcher{stop: make(chan struct{})}
+	kf := kubeinformers.NewSharedInformerFactoryWithOptions(cp.Kube, 0, kubeinformers.WithNamespace(ns))
+	w.sets = kf.Apps().V1().StatefulSets().Informer().GetIndexer()
+	if children {
+		w.secrets = kf.Core().V1().Secrets().Informer().GetIndexer()
+		w.configMaps = kf.Core().V1().ConfigMaps().Informer().GetIndexer()
+		w.services = kf.Core().V1().Services().Informer().GetIndexer()
+		w.pdbs = kf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer()
+		mf := mysqlinformers.NewSharedInformerFactoryWithOptions(mysql, 0, mysqlinformers.WithNamespace(ns))
+		w.clusters = mf.Mysqlop().V1alpha1().MySQLClusters().Informer().GetIndexer()
+		mf.Start(w.stop)
+		for t, ok := range mf.WaitForCacheSync(w.stop) {
+			if !ok {
+				return nil, fmt.Errorf("cache of %v did not sync", t)
+			}
+		}
+	}
+	kf.Start(w.stop)
+	for t, ok := range kf.WaitForCacheSync(w.stop) {
+		if !ok {
+			return nil, fmt.Errorf("cache of %v did not sync", t)
+		}
+	}
+	return w, nil
+}
+
+func has(idx cache.Indexer, ns, name string) bool {
+	_, ok, _ := idx.GetByKey(ns + "/" + name)
+	return ok
+}
+
+// progress counts StatefulSets that exist and that have their 3 replicas ready and, when
+// children are watched, clusters with all their children (seven, ten with TLS: the CA key, the
+// servers' certificate and the CA bundle) and a written status, and Healthy clusters.
+func (w *watcher) progress(ns string, tls bool) (exist, ready, done, healthy int) {
+	for _, o := range w.sets.List() {
+		exist++
+		if s := o.(*appsv1.StatefulSet); s.Status.ReadyReplicas == 3 {
+			ready++
+		}
+	}
+	if w.clusters == nil {
+		return exist, ready, 0, 0
+	}
+	for _, o := range w.clusters.List() {
+		c := o.(*v1alpha1.MySQLCluster)
+		n := c.Name
+		if c.Status.ObservedGeneration >= 1 && has(w.secrets, ns, n+"-credentials") && has(w.configMaps, ns, n+"-config") &&
+			has(w.services, ns, n+"-headless") && has(w.services, ns, n+"-primary") && has(w.services, ns, n+"-replicas") &&
+			has(w.pdbs, ns, n) && has(w.sets, ns, n) &&
+			(!tls || has(w.secrets, ns, n+"-ca-key") && has(w.secrets, ns, n+"-tls") && has(w.secrets, ns, n+"-ca")) {
+			done++
+		}
+		if c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == 3 {
+			healthy++
+		}
+	}
+	return exist, ready, done, healthy
+}
+
+// createAll runs create for 0..n-1 with inFlight calls at a time and returns the first error.
+func createAll(n int, create func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, inFlight)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := create(i); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// runFloor creates the StatefulSets the operator would make for n clusters, and nothing else.
+func runFloor(n, nodes int, timeout time.Duration, logs string) (r result) {
+	r = result{floor: true, clusters: n}
+	cp, err := framework.Start(framework.Options{KwokNodes: nodes})
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer cp.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	const ns = "bench"
+	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		r.err = err
+		return r
+	}
+	w, err := watch(cp, nil, ns, false)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer close(w.stop)
+	start := time.Now()
+	err = createAll(n, func(i int) error {
+		c := cluster(ns, fmt.Sprintf("c%04d", i), true)
+		v1alpha1.SetClusterDefaults(c)
+		sts := statefulset.New(c, statefulset.Params{ServerImage: "mariadb:" + c.Spec.Version, AgentImage: "mysqlop/agent:bench", OperatorVersion: "bench"})
+		// No cluster exists to own it (the garbage collector would delete an orphan).
+		sts.OwnerReferences = nil
+		_, err := cp.Kube.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
+		r.err = fmt.Errorf("create statefulsets: %w", err)
+		return r
+	}
+	for r.stsReady == 0 {
+		if ctx.Err() != nil {
+			r.err = fmt.Errorf("timed out after %v", timeout)
+			return r
+		}
+		time.Sleep(200 * time.Millisecond)
+		exist, ready, _, _ := w.progress(ns, false)
+		if r.stsExist == 0 && exist == n {
+			r.stsExist = time.Since(start)
+		}
+		if ready == n {
+			r.stsReady = time.Since(start)
+		}
+	}
+	if logs != "" {
+		apiserverLoad(ctx, cp, filepath.Join(logs, fmt.Sprintf("floor-n%d.apiserver", n)))
+	}
+	return r
+}
+
+func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, logs string, workers int) (r result) {
 	r = result{qps: qps, clusters: n, tls: tls}
 	cp, err := framework.Start(framework.Options{KwokNodes: nodes})
 	if err != nil {
@@ -128,21 +361,37 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration) (r 
 		r.err = err
 		return r
 	}
+	w, err := watch(cp, mysql, ns, true)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	defer close(w.stop)
 
 	port, err := proc.FreePort()
 	if err != nil {
 		r.err = err
 		return r
 	}
-	logf, err := os.Create(filepath.Join(cp.Dir, "operator.log"))
+	logPath := filepath.Join(cp.Dir, "operator.log")
+	if logs != "" {
+		logPath = filepath.Join(logs, fmt.Sprintf("operator-qps%d-n%d-tls%s.log", qps, n, onOff(tls)))
+	}
+	logf, err := os.Create(logPath)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, "--kubeconfig", cp.Kubeconfig, "--namespace", ns, "--leader-elect=false",
-		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2*qps),
+		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(max(2*qps, 1)),
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), "--health-addr", "0", "--clustering=false")
+	if workers > 0 {
+		cmd.Args = append(cmd.Args, "--cluster-workers", strconv.Itoa(workers))
+	}
+	if logs != "" {
+		cmd.Args = append(cmd.Args, "--profiling")
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := framework.Spawn(cmd); err != nil {
 		r.err = err
@@ -156,52 +405,105 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration) (r 
 	}
 
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, cluster(ns, fmt.Sprintf("c%04d", i), tls), metav1.CreateOptions{}); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	err = createAll(n, func(i int) error {
+		_, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, cluster(ns, fmt.Sprintf("c%04d", i), tls), metav1.CreateOptions{})
+		return err
+	})
+	if err != nil {
 		r.err = fmt.Errorf("create clusters: %w", err)
 		return r
 	}
 
-	for r.ready == 0 {
+	for r.healthy == 0 || r.stsReady == 0 || r.children == 0 {
 		if ctx.Err() != nil {
-			r.err = fmt.Errorf("timed out after %v (children done: %v)", timeout, r.children)
+			r.err = fmt.Errorf("timed out after %v (StatefulSets exist %v, ready %v; children %v)", timeout, r.stsExist, r.stsReady, r.children)
 			return r
 		}
-		time.Sleep(500 * time.Millisecond)
-		done, ready, err := progress(ctx, cp, mysql, ns, tls)
-		if err != nil {
-			continue
-		}
-		if r.children == 0 && done == n {
-			r.children = time.Since(start)
-		}
-		if ready == n {
-			r.ready = time.Since(start)
+		time.Sleep(200 * time.Millisecond)
+		exist, ready, done, healthy := w.progress(ns, tls)
+		now := time.Since(start)
+		for _, m := range []struct {
+			d     *time.Duration
+			count int
+		}{{&r.stsExist, exist}, {&r.stsReady, ready}, {&r.children, done}, {&r.healthy, healthy}} {
+			if *m.d == 0 && m.count == n {
+				*m.d = now
+			}
 		}
 	}
-	total, err := scrape(ctx, metricsURL, false)
-	if err != nil {
+	if r.requests, err = scrape(ctx, metricsURL, false); err != nil {
 		r.err = err
 		return r
 	}
-	r.requestsPerCluster = total / float64(n)
+	if r.cpuSeconds, err = cpuSeconds(cmd.Process.Pid); err != nil {
+		r.err = err
+		return r
+	}
+	if logs != "" {
+		apiserverLoad(ctx, cp, strings.TrimSuffix(logPath, ".log")+".apiserver")
+		// The heap at the end, for `go tool pprof`.
+		heap := strings.Replace(metricsURL, "/metrics", "/debug/pprof/heap", 1)
+		if err := download(ctx, heap, strings.TrimSuffix(logPath, ".log")+".heap"); err != nil {
+			fmt.Fprintf(os.Stderr, "  heap profile: %v\n", err)
+		}
+	}
 	r.peakRSSMiB, r.err = peakRSS(cmd.Process.Pid)
 	return r
+}
+
+// apiserverLoad writes what the API server served in the run, by resource and verb, busiest
+// first (every client's requests: the operator's, the controller manager's, kwok's, ...).
+func apiserverLoad(ctx context.Context, cp *framework.ControlPlane, path string) {
+	raw, err := cp.Kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "  API server metrics: %v\n", err)
+		return
+	}
+	counts := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			continue
+		}
+		k := label(line, "verb") + " " + label(line, "resource")
+		if sub := label(line, "subresource"); sub != "" {
+			k += "/" + sub
+		}
+		counts[k] += v
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return counts[keys[i]] > counts[keys[j]] })
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%10.0f %s\n", counts[k], k)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "  API server metrics: %v\n", err)
+	}
+}
+
+func download(ctx context.Context, url, path string) error {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func cluster(ns, name string, tls bool) *v1alpha1.MySQLCluster {
@@ -219,68 +521,9 @@ func cluster(ns, name string, tls bool) *v1alpha1.MySQLCluster {
 	return c
 }
 
-// progress counts clusters with all their children (seven, ten with TLS: the CA key, the
-// servers' certificate and the CA bundle) and a written status, and Healthy clusters.
-func progress(ctx context.Context, cp *framework.ControlPlane, mysql versioned.Interface, ns string, tls bool) (done, ready int, err error) {
-	names := map[string]bool{}
-	add := func(kind, name string) { names[kind+"/"+name] = true }
-	secrets, err := cp.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, o := range secrets.Items {
-		add("secret", o.Name)
-	}
-	cms, err := cp.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, o := range cms.Items {
-		add("configmap", o.Name)
-	}
-	svcs, err := cp.Kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, o := range svcs.Items {
-		add("service", o.Name)
-	}
-	pdbs, err := cp.Kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, o := range pdbs.Items {
-		add("pdb", o.Name)
-	}
-	sets, err := cp.Kube.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, o := range sets.Items {
-		add("statefulset", o.Name)
-	}
-	clusters, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, c := range clusters.Items {
-		n := c.Name
-		if c.Status.ObservedGeneration >= 1 && names["secret/"+n+"-credentials"] && names["configmap/"+n+"-config"] &&
-			names["service/"+n+"-headless"] && names["service/"+n+"-primary"] && names["service/"+n+"-replicas"] &&
-			names["pdb/"+n] && names["statefulset/"+n] &&
-			(!tls || names["secret/"+n+"-ca-key"] && names["secret/"+n+"-tls"] && names["secret/"+n+"-ca"]) {
-			done++
-		}
-		if c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == 3 {
-			ready++
-		}
-	}
-	return done, ready, nil
-}
-
-// scrape returns the sum of mysqlop_api_requests_total; with wait it retries until the
+// scrape returns mysqlop_api_requests_total by method; with wait it retries until the
 // endpoint answers.
-func scrape(ctx context.Context, url string, wait bool) (float64, error) {
+func scrape(ctx context.Context, url string, wait bool) (map[string]float64, error) {
 	for {
 		total, err := scrapeOnce(ctx, url)
 		if err == nil || !wait || ctx.Err() != nil {
@@ -290,14 +533,14 @@ func scrape(ctx context.Context, url string, wait bool) (float64, error) {
 	}
 }
 
-func scrapeOnce(ctx context.Context, url string) (float64, error) {
+func scrapeOnce(ctx context.Context, url string) (map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	var total float64
+	total := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
@@ -306,11 +549,41 @@ func scrapeOnce(ctx context.Context, url string) (float64, error) {
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err == nil {
-			total += v
+			total[label(line, "method")] += v
 		}
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return total, sc.Err()
+}
+
+// label is the value of label name in a metric line of the text format.
+func label(line, name string) string {
+	i := strings.Index(line, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(name)+2:]
+	return v[:strings.IndexByte(v, '"')]
+}
+
+// cpuSeconds is the user and system CPU time pid used so far.
+func cpuSeconds(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command (which may hold spaces) start after its ')'; utime and
+	// stime are fields 14 and 15 of the line, in clock ticks (100 per second on Linux).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("parse /proc/%d/stat: %q %q", pid, f[11], f[12])
+	}
+	return (utime + stime) / 100, nil
 }
 
 func peakRSS(pid int) (float64, error) {
@@ -341,10 +614,11 @@ func buildOperator() (string, error) {
 	return bin, nil
 }
 
+// ints parses a comma-separated list of non-negative integers.
 func ints(s string) []int {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
-		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n >= 0 {
 			out = append(out, n)
 		}
 	}
