@@ -285,22 +285,34 @@ func createAll(n int, create func(i int) error) error {
 	return <-errs
 }
 
+// ns is the namespace every run creates its objects in.
+const ns = "bench"
+
+// startRun starts a fresh control plane with kwok nodes and creates ns in it. stop ends the
+// control plane and ctx, which ends after timeout.
+func startRun(nodes int, timeout time.Duration) (cp *framework.ControlPlane, ctx context.Context, stop func(), err error) {
+	cp, err = framework.Start(framework.Options{KwokNodes: nodes})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	stop = func() { cancel(); cp.Stop() }
+	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		stop()
+		return nil, nil, nil, fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return cp, ctx, stop, nil
+}
+
 // runFloor creates the StatefulSets the operator would make for n clusters, and nothing else.
 func runFloor(n, nodes int, timeout time.Duration, logs string) (r result) {
 	r = result{floor: true, clusters: n}
-	cp, err := framework.Start(framework.Options{KwokNodes: nodes})
+	cp, ctx, stop, err := startRun(nodes, timeout)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer cp.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	const ns = "bench"
-	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		r.err = err
-		return r
-	}
+	defer stop()
 	w, err := watch(cp, nil, ns, false)
 	if err != nil {
 		r.err = err
@@ -343,19 +355,12 @@ func runFloor(n, nodes int, timeout time.Duration, logs string) (r result) {
 
 func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, logs string, workers int) (r result) {
 	r = result{qps: qps, clusters: n, tls: tls}
-	cp, err := framework.Start(framework.Options{KwokNodes: nodes})
+	cp, ctx, stop, err := startRun(nodes, timeout)
 	if err != nil {
 		r.err = err
 		return r
 	}
-	defer cp.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	const ns = "bench"
-	if _, err := cp.Kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		r.err = err
-		return r
-	}
+	defer stop()
 	mysql, err := versioned.NewForConfig(cp.Config)
 	if err != nil {
 		r.err = err
