@@ -90,6 +90,9 @@ type Instance struct {
 	// Status is nil when the instance could not be reached; Err says why.
 	Status *mysql.Status
 	Err    error
+	// Corrupt, for an unreachable instance, says its server stops at every start because
+	// InnoDB finds its data corrupt (Agents.DataCorrupt): waiting does not bring it back.
+	Corrupt bool
 }
 
 // Spec is what Decide needs from the cluster's definition and its recorded status.
@@ -302,6 +305,17 @@ func Decide(spec Spec, instances []Instance) Decision {
 		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: it diverged from primary %d", r, primary)
 		return d
 	}
+	// A member whose server stops at start on corrupt data is the one member down: it holds
+	// nothing the primary lacks that a client was told is committed (a replica acknowledges a
+	// commit only once it holds it, and the primary is ahead of or level with it).
+	corrupt := slices.DeleteFunc(slices.Clone(missing), func(i int) bool { return !instances[i].Corrupt })
+	if len(corrupt) > 0 && len(missing) == 1 && spec.Reseed != ReseedNever && !fenced {
+		r := corrupt[0]
+		d.State = Degraded
+		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}}
+		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: its server stops at start on corrupt data", r)
+		return d
+	}
 
 	var problems []string
 	if !p.Status.SemiSyncSourceActive && spec.SemiSync && len(instances) > 1 {
@@ -312,6 +326,10 @@ func Decide(spec Spec, instances []Instance) Decision {
 	}
 	if len(broken) > 0 {
 		problems = append(problems, fmt.Sprintf("replication stopped with an error on %v (re-seed a member that diverged; see docs/clustering.md)", broken))
+	}
+	if len(corrupt) > 0 {
+		problems = append(problems, fmt.Sprintf("the server of %v stops at start on corrupt data (re-seed it; see docs/clustering.md)", corrupt))
+		missing = slices.DeleteFunc(missing, func(i int) bool { return slices.Contains(corrupt, i) })
 	}
 	if len(missing) > 0 {
 		problems = append(problems, fmt.Sprintf("unreachable: %v", missing))

@@ -42,6 +42,12 @@ func emptyInst(i int) Instance {
 	return Instance{Index: i, Host: "h", Port: port(i), Status: &mysql.Status{ReadOnly: true, Executed: pos("")}}
 }
 
+// readOnly is in made read-only (a fenced primary).
+func readOnly(in Instance) Instance {
+	in.Status.ReadOnly = true
+	return in
+}
+
 func spec(primary int) Spec {
 	return Spec{Members: 3, SemiSync: true, Primary: primary, SwitchoverTo: -1}
 }
@@ -461,6 +467,8 @@ func TestDecideRejoinAndReseed(t *testing.T) {
 	replaced0 := with(spec(1), func(s *Spec) { s.Replaced, s.Epoch = []int{0}, 3 })
 	healthyOn1 := []Instance{brokenOn(0, 1, "0-100-12"), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")}
 	errantReplica := replicaInst(2, 1, "0-101-14,5-102-1", "0-101-14")
+	corrupt := func(i int) Instance { in := down(i); in.Corrupt = true; return in }
+	corruptReplaced := []Instance{corrupt(0), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")}
 
 	for _, tc := range []struct {
 		name      string
@@ -543,6 +551,44 @@ func TestDecideRejoinAndReseed(t *testing.T) {
 			spec:      with(spec(1), func(s *Spec) { s.ReseedRequested = []int{2} }),
 			instances: []Instance{down(0), primaryInst(1, "0-101-14"), replicaInst(2, 1, "0-101-14", "0-101-14")},
 			ready:     []bool{false, true, true},
+		},
+		{
+			// The flake of stop 27: the crash-looped old primary's recovery found corrupt undo.
+			name:      "a replaced former primary whose server stops on corrupt data is re-seeded",
+			spec:      replaced0,
+			instances: corruptReplaced,
+			op:        OpReseed, targets: []int{0}, epoch: 3, replaced: []int{0}, ready: []bool{false, true, true},
+		},
+		{
+			name:      "a replica whose server stops on corrupt data is re-seeded by default",
+			spec:      spec(1),
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), primaryInst(1, "0-101-14"), corrupt(2)},
+			op:        OpReseed, targets: []int{2}, ready: []bool{true, true, false},
+		},
+		{
+			name:      "a corrupt member is not re-seeded under ReseedNever",
+			spec:      with(replaced0, func(s *Spec) { s.Reseed = ReseedNever }),
+			instances: corruptReplaced,
+			epoch:     3, replaced: []int{0}, ready: []bool{false, true, true},
+		},
+		{
+			name:      "a corrupt member waits while another member is unreachable",
+			spec:      spec(1),
+			instances: []Instance{corrupt(0), primaryInst(1, "0-101-14"), down(2)},
+			ready:     []bool{false, true, false},
+		},
+		{
+			name:      "a corrupt member is not re-seeded while writes are stopped",
+			spec:      fenced(spec(1)),
+			instances: []Instance{corrupt(0), readOnly(primaryInst(1, "0-101-14")), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			ready:     []bool{false, false, true},
+		},
+		{
+			// Only the primary's own unreachability decides its failover.
+			name:      "a primary reported corrupt is failed over from, as any unreachable primary",
+			spec:      with(spec(1), func(s *Spec) { s.PrimaryDown = true }),
+			instances: []Instance{replicaInst(0, 1, "0-101-14", "0-101-14"), corrupt(1), replicaInst(2, 1, "0-101-14", "0-101-14")},
+			op:        OpFailover, targets: []int{1, 2}, epoch: 1, replaced: []int{1}, ready: []bool{false, false, false},
 		},
 		{
 			name:      "a replaced member is never promoted, even writable",

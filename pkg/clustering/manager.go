@@ -110,6 +110,13 @@ func (m *Manager) Gather(ctx context.Context) []Instance {
 		pctx, cancel := context.WithTimeout(ctx, m.ProbeTimeout)
 		out[i].Status, out[i].Err = m.Operator.Instances[i].Status(pctx)
 		cancel()
+		// Not for the primary: an unreachable primary is failed over whatever the cause,
+		// and asking would only delay that.
+		if out[i].Status == nil && i != m.primary && m.Operator.Agents != nil {
+			actx, cancel := context.WithTimeout(ctx, m.ProbeTimeout)
+			out[i].Corrupt = m.Operator.Agents.DataCorrupt(actx, i)
+			cancel()
+		}
 	}
 	var wg sync.WaitGroup
 	for i := range n {

@@ -482,7 +482,18 @@ func others3(p int) []int {
 	return slices.DeleteFunc([]int{0, 1, 2}, func(i int) bool { return i == p })
 }
 
-type recordingReseeder struct{ calls []int }
+// recordingReseeder records re-seeds; corrupt are the members it reports corrupt, asked the
+// members it was asked about.
+type recordingReseeder struct {
+	calls   []int
+	corrupt map[int]bool
+	asked   []int
+}
+
+func (r *recordingReseeder) DataCorrupt(_ context.Context, i int) bool {
+	r.asked = append(r.asked, i)
+	return r.corrupt[i]
+}
 
 func (r *recordingReseeder) Reseed(_ context.Context, i int) error {
 	r.calls = append(r.calls, i)
@@ -501,6 +512,32 @@ func (f failingAgents) Reseed(_ context.Context, i int) error {
 func (f failingAgents) KillServer(_ context.Context, i int) error {
 	f.t.Errorf("member %d's server was killed", i)
 	return nil
+}
+
+func (failingAgents) DataCorrupt(context.Context, int) bool { return false }
+
+// A member whose server is down is waited for while nothing says why, and re-seeded once its
+// agent reports its data corrupt; only unreachable members other than the primary are asked.
+func TestCorruptMemberIsReseededOnMariaDB(t *testing.T) {
+	c := newCluster(t, 3)
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	rs := &recordingReseeder{corrupt: map[int]bool{}}
+	c.m.Operator.Agents = rs
+	c.servers[2].Kill()
+	d := c.converge("member 2 down", 30*time.Second, func(d clustering.Decision) bool {
+		return d.State == clustering.Degraded && strings.Contains(d.Reason, "unreachable: [2]")
+	})
+	if d.Op.Kind != clustering.OpNone || len(rs.calls) != 0 {
+		t.Fatalf("a member down for no known reason: op %q, re-seeds %v", d.Op.Kind, rs.calls)
+	}
+	if slices.ContainsFunc(rs.asked, func(i int) bool { return i != 2 }) {
+		t.Errorf("agents asked about reachable members: %v", rs.asked)
+	}
+	rs.corrupt[2] = true
+	d, err := c.m.Step(context.Background())
+	if err != nil || d.Op.Kind != clustering.OpReseed || !slices.Equal(rs.calls, []int{2}) {
+		t.Fatalf("corrupt member: op %q %v (%s), re-seeds %v", d.Op.Kind, err, d.Reason, rs.calls)
+	}
 }
 
 // A fence stops the application's writes on three real servers: the primary turns read-only
@@ -626,6 +663,8 @@ type killingAgents struct {
 }
 
 func (a *killingAgents) Reseed(context.Context, int) error { return errors.New("not here") }
+
+func (a *killingAgents) DataCorrupt(context.Context, int) bool { return false }
 
 func (a *killingAgents) KillServer(_ context.Context, i int) error {
 	a.servers[i].Kill()

@@ -56,6 +56,10 @@ type Agents interface {
 	Reseed(ctx context.Context, i int) error
 	// KillServer SIGKILLs member i's server; its container restarts it, read-only.
 	KillServer(ctx context.Context, i int) error
+	// DataCorrupt reports whether member i, unreachable, is so because its server stops at
+	// every start on data InnoDB reports corrupt (in the operator: its container crashed
+	// twice in a row saying so in its log). False when that cannot be told.
+	DataCorrupt(ctx context.Context, i int) bool
 }
 
 // Endpoint is a member's address as other members see it.

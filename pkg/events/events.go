@@ -81,6 +81,9 @@ var (
 	// MemberReseeded: a member diverged from the primary (spec.replication.reseed allows it)
 	// and is re-seeded: its data is replaced with a copy of a healthy peer (pods, primary).
 	MemberReseeded = warning("MemberReseeded", "%s diverged from the primary %s: re-seeding it from a healthy peer (its own transactions are discarded)")
+	// MemberCorruptReseeded: a member's server stops at every start on data InnoDB reports
+	// corrupt, and the member is re-seeded from a healthy peer (pods, primary).
+	MemberCorruptReseeded = warning("MemberReseeded", "The server of %s stops at start on corrupt data: re-seeding it from a healthy peer (primary %s)")
 	// MemberReseedRequested: a person asked to re-seed a member (mysqlop.io/reseed) and its
 	// data is being replaced with a copy of a healthy peer (pod, primary).
 	MemberReseedRequested = warning("MemberReseeded", "Re-seeding %s from a healthy peer as requested (primary %s): its data is replaced")

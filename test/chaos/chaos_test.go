@@ -23,7 +23,10 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/resources"
+	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
+	"github.com/mysqlop/mysql-operator/pkg/resources/statefulset"
 	"github.com/mysqlop/mysql-operator/test/localcluster"
+	"github.com/mysqlop/mysql-operator/test/localkubelet"
 	"github.com/mysqlop/mysql-operator/test/mariadb"
 )
 
@@ -47,9 +50,10 @@ const (
 	operatorKilled  kind = "operator killed during a failover"
 	secondCrash     kind = "second primary crash during the repair"
 	reseedKilled    kind = "operator killed during a re-seed"
+	corruptReplica  kind = "replica's datadir corrupt"
 )
 
-var kinds = []kind{killOnce, crashLoop, partition, cutFromReplicas, operatorCut, nodeKilled, operatorKilled, secondCrash, reseedKilled}
+var kinds = []kind{killOnce, crashLoop, partition, cutFromReplicas, operatorCut, nodeKilled, operatorKilled, secondCrash, reseedKilled, corruptReplica}
 
 // outcome is what one fault did.
 type outcome struct {
@@ -259,6 +263,9 @@ func (s *suite) inject(k kind) outcome {
 	case reseedKilled:
 		victim = s.reseedKilled(start)
 		defer s.setReseed("")
+	case corruptReplica:
+		victim = s.otherPods(old)[0]
+		s.corrupt(victim)
 	}
 	// A fault the status has not shown yet (a server that restarted within a second) is not
 	// over: give it up to 5 s to show before waiting for Healthy.
@@ -268,8 +275,13 @@ func (s *suite) inject(k kind) outcome {
 	})
 	s.waitHealthy(3, s.bound)
 	o.healthy = time.Since(start)
-	if k == reseedKilled {
+	switch k {
+	case reseedKilled:
 		s.errantGone(victim.Name)
+	case corruptReplica:
+		if !s.eventSince(events.MemberCorruptReseeded.Reason, start, victim.Name, "corrupt data") {
+			t.Errorf("%s: healthy again, but no event says %s was re-seeded for corrupt data", k, victim.Name)
+		}
 	}
 	close(quit)
 	select {
@@ -300,21 +312,58 @@ func (s *suite) reseedKilled(since time.Time) *corev1.Pod {
 		t.Fatalf("%s: errant write on %s: %v", reseedKilled, victim.Name, err)
 	}
 	eventually(t, time.Minute, "a re-seed of "+victim.Name+" begun", func(ctx context.Context) (bool, error) {
-		list, err := lc.CP.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + events.MemberReseeded.Reason})
-		if err != nil {
-			return false, nil
-		}
-		for _, e := range list.Items {
-			if !e.LastTimestamp.Time.Before(since.Truncate(time.Second)) && strings.Contains(e.Message, victim.Name) {
-				return true, nil
-			}
-		}
-		return false, nil
+		return s.eventSince(events.MemberReseeded.Reason, since, victim.Name), nil
 	})
 	if pid, err := lc.PID(operatorPod(t), "operator"); err == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	return victim
+}
+
+// eventSince reports whether the cluster has an event of reason since the time given whose
+// message holds every one of words.
+func (s *suite) eventSince(reason string, since time.Time, words ...string) bool {
+	list, err := lc.CP.Kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name + ",reason=" + reason})
+	if err != nil {
+		return false
+	}
+	for _, e := range list.Items {
+		if !e.LastTimestamp.Time.Before(since.Truncate(time.Second)) && !slices.ContainsFunc(words, func(w string) bool { return !strings.Contains(e.Message, w) }) {
+			return true
+		}
+	}
+	return false
+}
+
+// corrupt damages a member's system tablespace, as a disk that returned garbage would, and
+// SIGKILLs its server: crash recovery finds the tablespace corrupt and the server stops at
+// every start. Its first 200 pages are overwritten, the doublewrite buffer (pages 64-191)
+// with them, so that recovery cannot restore a page from a copy.
+func (s *suite) corrupt(victim *corev1.Pod) {
+	t := s.t
+	t.Helper()
+	dir, err := localkubelet.ClaimPath(context.Background(), lc.CP.Kube, ns, statefulset.VolumeData+"-"+victim.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, filepath.Base(configmap.DataDir), "ibdata1"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := make([]byte, 200*16384)
+	for i := range junk {
+		junk[i] = 0xde
+	}
+	_, err = f.WriteAt(junk, 0)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := lc.PID(victim, resources.ContainerMySQL); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }
 
 // errantGone checks that a re-seeded member lost the schema it alone had. (An errant member

@@ -40,7 +40,7 @@ type container struct {
 	// done: an init container that succeeded, or a container that will not restart.
 	done bool
 	// runs are the container's last two runs in its log file (kubectl logs --previous reads
-	// the one before the current).
+	// the last terminated one).
 	runs []logRun
 }
 

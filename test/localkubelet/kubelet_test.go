@@ -139,6 +139,49 @@ while true; do sleep 0.2; done`
 		t.Errorf("host link of the deleted pod is left")
 	}
 
+	// A crash-looping container: while it waits to restart, --previous is the run that just
+	// ended (its lastState), as a kubelet's.
+	looping := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "loops"}, Spec: corev1.PodSpec{
+		AutomountServiceAccountToken: ptr.To(false),
+		Containers: []corev1.Container{{Name: "c", Image: "shell", Command: []string{"/bin/sh", "-c",
+			"n=$(cat /work/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /work/n; echo run $n; exit 1"},
+			VolumeMounts: []corev1.VolumeMount{vol("work", "/work")}}},
+		Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}}}
+	if _, err := kube.CoreV1().Pods(ns).Create(ctx, looping, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	backingOff := func(p *corev1.Pod) (int32, bool) {
+		st := p.Status.ContainerStatuses
+		if len(st) != 1 || st[0].State.Waiting == nil || st[0].State.Waiting.Reason != "CrashLoopBackOff" {
+			return 0, false
+		}
+		return st[0].RestartCount, true
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+		before, err := kube.CoreV1().Pods(ns).Get(ctx, "loops", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		n, ok := backingOff(before)
+		if !ok || n < 2 {
+			return false, nil
+		}
+		out, err := kube.CoreV1().Pods(ns).GetLogs("loops", &corev1.PodLogOptions{Container: "c", Previous: true}).DoRaw(ctx)
+		if err != nil {
+			return false, err
+		}
+		after, err := kube.CoreV1().Pods(ns).Get(ctx, "loops", metav1.GetOptions{})
+		if m, ok := backingOff(after); err != nil || !ok || m != n {
+			return false, nil // it restarted meanwhile: try again
+		}
+		if want := fmt.Sprintf("run %d\n", n); string(out) != want {
+			return false, fmt.Errorf("--previous of a container waiting to restart after run %d: %q, want %q", n, out, want)
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
 	failing := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fails"}, Spec: corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever, AutomountServiceAccountToken: ptr.To(false),
 		Containers: []corev1.Container{{Name: "c", Image: "shell", Command: []string{"/bin/sh", "-c", "exit 3"}}}}}

@@ -133,14 +133,25 @@ func (r *Runtime) handleLogs(rw http.ResponseWriter, req *http.Request) {
 	}
 	c.mu.Lock()
 	runs := append([]logRun(nil), c.runs...)
+	restarting := c.running == nil && !c.done && c.last != nil
 	c.mu.Unlock()
 	start, end, done := int64(0), int64(-1), (<-chan struct{})(nil)
 	switch {
-	case o.previous && len(runs) < 2:
+	// As a kubelet's, --previous is the last termination's run (lastState): the latest while
+	// the container waits to restart, else the one before the latest.
+	case o.previous && !restarting && len(runs) == 2:
+		start, end = runs[0].start, runs[1].start
+	case o.previous && restarting:
+		last := runs[len(runs)-1]
+		start = last.start
+		// Its process is gone; its last lines may still be on their way to the file.
+		select {
+		case <-last.done:
+		case <-time.After(time.Second):
+		}
+	case o.previous:
 		http.Error(rw, fmt.Sprintf("previous terminated container %q in pod %q not found", name, pod), http.StatusBadRequest)
 		return
-	case o.previous:
-		start, end = runs[0].start, runs[1].start
 	case len(runs) == 0:
 		http.Error(rw, fmt.Sprintf("container %q in pod %q is waiting to start", name, pod), http.StatusBadRequest)
 		return

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // prepareVolumes materialises every volume of the pod on the host and returns its path by
@@ -270,25 +271,9 @@ func (w *podWorker) tokenFile(ctx context.Context, files map[string]file, p *cor
 // claimPath is the host directory of the volume bound to the claim; the directory outlives
 // the pod, which is what keeps a member's data across pod restarts.
 func (w *podWorker) claimPath(ctx context.Context, claim string) (string, error) {
-	pvc, err := w.r.kube.CoreV1().PersistentVolumeClaims(w.pod.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	path, err := ClaimPath(ctx, w.r.kube, w.pod.Namespace, claim)
 	if err != nil {
-		return "", fmt.Errorf("get claim %s: %w", claim, err)
-	}
-	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
-		return "", fmt.Errorf("claim %s is not bound yet", claim)
-	}
-	pv, err := w.r.kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("get volume %s: %w", pvc.Spec.VolumeName, err)
-	}
-	var path string
-	switch {
-	case pv.Spec.HostPath != nil:
-		path = pv.Spec.HostPath.Path
-	case pv.Spec.Local != nil:
-		path = pv.Spec.Local.Path
-	default:
-		return "", fmt.Errorf("volume %s is neither hostPath nor local", pv.Name)
+		return "", err
 	}
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return "", err
@@ -302,4 +287,27 @@ func (w *podWorker) claimPath(ctx context.Context, claim string) (string, error)
 		}
 	}
 	return path, nil
+}
+
+// ClaimPath is the host directory of the volume bound to a claim (a hostPath or local
+// volume).
+func ClaimPath(ctx context.Context, kube kubernetes.Interface, namespace, claim string) (string, error) {
+	pvc, err := kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("get claim %s: %w", claim, err)
+	}
+	if pvc.Spec.VolumeName == "" || pvc.Status.Phase != corev1.ClaimBound {
+		return "", fmt.Errorf("claim %s is not bound yet", claim)
+	}
+	pv, err := kube.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("get volume %s: %w", pvc.Spec.VolumeName, err)
+	}
+	switch {
+	case pv.Spec.HostPath != nil:
+		return pv.Spec.HostPath.Path, nil
+	case pv.Spec.Local != nil:
+		return pv.Spec.Local.Path, nil
+	}
+	return "", fmt.Errorf("volume %s is neither hostPath nor local", pv.Name)
 }

@@ -392,6 +392,19 @@ func (s *Server) Restart() {
 	s.start(bin, false)
 }
 
+// TryRestart starts a stopped or killed server again on its datadir and returns why it did
+// not come up, for tests of a server that cannot start (its error log says more: ErrorLog).
+func (s *Server) TryRestart() error {
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	return s.startOnce(bin)
+}
+
+// DataDir is the server's datadir.
+func (s *Server) DataDir() string { return s.dataDir() }
+
 // RestartOnRestore does what a member's pod restart does after a physical restore was
 // committed beside the server's datadir: it stops the server, runs the agent's init step that
 // puts the restore in place (the internal accounts get the helper's passwords, root gets

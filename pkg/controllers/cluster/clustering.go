@@ -77,6 +77,8 @@ type runner struct {
 	observed []clustering.Instance
 	// archive is the cluster's archiving as runArchive last saw it.
 	archive *archiveView
+	// corrupt tells members whose server stops on corrupt data (corrupt.go).
+	corrupt corruptRuns
 	cancel  context.CancelFunc
 }
 
@@ -251,6 +253,8 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 			if _, err := c.patchCluster(ctx, cluster, clear); err != nil {
 				logger.Error(err, "Clear the re-seed request")
 			}
+		case d.Op.Kind == clustering.OpReseed && slices.ContainsFunc(d.Op.Targets, func(t int) bool { return m.Observed()[t].Corrupt }):
+			events.MemberCorruptReseeded.Record(c.recorder, cluster, podNames(d.Op.Targets, name), name(d.Primary))
 		case d.Op.Kind == clustering.OpReseed:
 			events.MemberReseeded.Record(c.recorder, cluster, podNames(d.Op.Targets, name), name(d.Primary))
 		case d.Op.Kind == clustering.OpFenceWritable:

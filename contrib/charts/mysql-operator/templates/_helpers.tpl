@@ -58,6 +58,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [""]
   resources: [pods]
   verbs: [get, list, watch, update, patch, delete]
+# The end of a crash-looping server's log: does InnoDB report corrupt data (docs/clustering.md)?
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
 - apiGroups: [""]
   resources: [events]
   verbs: [create, patch]
