@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -54,9 +53,10 @@ type childOps[T metav1.Object] struct {
 	merge func(existing, desired T) (T, bool)
 }
 
-// ensure creates desired when missing and updates it when it drifted. A same-named object not
-// controlled by the cluster yields a *conflictError and is left untouched.
-func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alpha1.MySQLCluster, ops childOps[T], desired T) (T, error) {
+// ensure creates desired when missing and updates it when it drifted; created says it was
+// missing. A same-named object not controlled by the cluster yields a *conflictError and is
+// left untouched.
+func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alpha1.MySQLCluster, ops childOps[T], desired T) (_ T, created bool, _ error) {
 	var zero T
 	logger := klog.FromContext(ctx)
 	name := desired.GetName()
@@ -69,47 +69,46 @@ func ensure[T metav1.Object](ctx context.Context, c *Controller, cluster *v1alph
 		}
 	}
 	if apierrors.IsNotFound(err) {
-		created, err := client.Create(ctx, desired, metav1.CreateOptions{})
+		obj, err := client.Create(ctx, desired, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			other, getErr := client.Get(ctx, name, metav1.GetOptions{})
 			if getErr == nil && !metav1.IsControlledBy(other, cluster) {
-				return zero, &conflictError{kind: ops.kind, name: name}
+				return zero, false, &conflictError{kind: ops.kind, name: name}
 			}
 			// Ours but not in the cache yet: retry once the informer caught up.
 		}
 		if err != nil {
-			return zero, fmt.Errorf("create %s %s: %w", ops.kind, name, err)
+			return zero, false, fmt.Errorf("create %s %s: %w", ops.kind, name, err)
 		}
-		c.written.Wrote(created)
-		logger.V(2).Info("Created child", "kind", ops.kind, "object", klog.KObj(created))
+		c.written.Wrote(obj)
+		logger.V(2).Info("Created child", "kind", ops.kind, "object", klog.KObj(obj))
 		noteChange(ctx, c, cluster, events.Created, ops.kind, name)
-		return created, nil
+		return obj, true, nil
 	}
 	if err != nil {
-		return zero, fmt.Errorf("get %s %s: %w", ops.kind, name, err)
+		return zero, false, fmt.Errorf("get %s %s: %w", ops.kind, name, err)
 	}
 	if !metav1.IsControlledBy(existing, cluster) {
-		return zero, &conflictError{kind: ops.kind, name: name}
+		return zero, false, &conflictError{kind: ops.kind, name: name}
 	}
 	merged, changed := ops.merge(existing, desired)
 	if !changed {
-		return existing, nil
+		return existing, false, nil
 	}
 	updated, err := client.Update(ctx, merged, metav1.UpdateOptions{})
 	if err != nil {
-		return zero, fmt.Errorf("update %s %s: %w", ops.kind, name, err)
+		return zero, false, fmt.Errorf("update %s %s: %w", ops.kind, name, err)
 	}
 	c.written.Wrote(updated)
 	logger.V(2).Info("Updated child", "kind", ops.kind, "object", klog.KObj(updated))
 	noteChange(ctx, c, cluster, events.Updated, ops.kind, name)
-	return updated, nil
+	return updated, false, nil
 }
 
 // changeLog collects the children one reconcile created and updated, so that it emits one
 // event of each rather than one per child: events are API requests too, and a new cluster has
-// ten children.
+// ten children. One reconcile runs on one goroutine: it needs no lock.
 type changeLog struct {
-	mu       sync.Mutex
 	byReason map[events.Event][]string
 }
 
@@ -129,15 +128,11 @@ func noteChange(ctx context.Context, c *Controller, cluster *v1alpha1.MySQLClust
 		ev.Record(c.recorder, cluster, kind+" "+name)
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	l.byReason[ev] = append(l.byReason[ev], kind+" "+name)
 }
 
 // flush emits one event per kind of change collected.
 func (l *changeLog) flush(c *Controller, cluster *v1alpha1.MySQLCluster) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	for _, ev := range []events.Event{events.Created, events.Updated} {
 		if children := l.byReason[ev]; len(children) > 0 {
 			ev.Record(c.recorder, cluster, strings.Join(children, ", "))

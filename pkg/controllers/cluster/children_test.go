@@ -44,8 +44,12 @@ func TestEnsureActsOnItsOwnWritesBeforeTheCacheShowsThem(t *testing.T) {
 		return cm
 	}
 	for i, holdsData := range []bool{false, false, true, true} {
-		if _, err := ensure(context.Background(), c, cluster, c.configMapOps(), desired(holdsData)); err != nil {
+		_, created, err := ensure(context.Background(), c, cluster, c.configMapOps(), desired(holdsData))
+		if err != nil {
 			t.Fatalf("ensure %d: %v", i, err)
+		}
+		if created != (i == 0) {
+			t.Errorf("ensure %d: created %v", i, created)
 		}
 	}
 	var verbs []string

@@ -25,7 +25,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
-	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ownwrites"
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -259,7 +258,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 	if err != nil {
 		return res, fmt.Errorf("build credentials secret: %w", err)
 	}
-	_, err = ensure(ctx, c, cluster, c.secretOps(cluster), sec)
+	_, _, err = ensure(ctx, c, cluster, c.secretOps(cluster), sec)
 	record(err)
 
 	// Before the StatefulSet: the pods mount the servers' certificate.
@@ -268,7 +267,7 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 
 	cm := configmap.New(cluster, opVersion, holdsData(c.configMaps, cluster))
 	setSpecHash(cm, cm.Data)
-	_, err = ensure(ctx, c, cluster, c.configMapOps(), cm)
+	_, _, err = ensure(ctx, c, cluster, c.configMapOps(), cm)
 	record(err)
 
 	sts := statefulset.New(cluster, statefulset.Params{
@@ -285,11 +284,10 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		// (Blocked: the credentials Secret is someone else's and pods would mount it. The
 		// cluster stops as for a foreign StatefulSet, and a StatefulSet already there is left
 		// as it is.)
-		cached, err := c.statefulSets.StatefulSets(cluster.Namespace).Get(sts.Name)
-		_, exists := ownwrites.Latest(c.written, cluster.Namespace, sts.Name, cached, err == nil)
-		res.current, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
+		var created bool
+		res.current, created, err = ensure(ctx, c, cluster, c.statefulSetOps(), sts)
 		record(err)
-		if !exists && err == nil {
+		if created {
 			// A new StatefulSet: its pods start now, and the rest waits for this cluster's next
 			// turn, behind the other clusters in the queue, so that a burst of new clusters
 			// gets every StatefulSet first.
@@ -302,19 +300,19 @@ func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCl
 		service.NewHeadless(cluster, opVersion), service.NewPrimary(cluster, opVersion), service.NewReplicas(cluster, opVersion),
 	} {
 		setSpecHash(svc, svc.Spec)
-		_, err = ensure(ctx, c, cluster, c.serviceOps(), svc)
+		_, _, err = ensure(ctx, c, cluster, c.serviceOps(), svc)
 		record(err)
 	}
 
 	budget := pdb.New(cluster, opVersion)
 	setSpecHash(budget, budget.Spec)
-	_, err = ensure(ctx, c, cluster, c.pdbOps(), budget)
+	_, _, err = ensure(ctx, c, cluster, c.pdbOps(), budget)
 	record(err)
 
 	if op := c.cfg.NetworkPolicy; op != nil {
 		np := networkpolicy.New(cluster, opVersion, *op)
 		setSpecHash(np, np.Spec)
-		_, err = ensure(ctx, c, cluster, c.networkPolicyOps(), np)
+		_, _, err = ensure(ctx, c, cluster, c.networkPolicyOps(), np)
 		record(err)
 	}
 

@@ -78,7 +78,7 @@ func (c *Controller) syncCABundle(ctx context.Context, cluster *v1alpha1.MySQLCl
 	if view.caPEM == nil {
 		return nil
 	}
-	_, err := ensure(ctx, c, cluster, c.tlsSecretOps(), certs.CABundleSecret(cluster, view.caPEM, opVersion))
+	_, _, err := ensure(ctx, c, cluster, c.tlsSecretOps(), certs.CABundleSecret(cluster, view.caPEM, opVersion))
 	return err
 }
 
@@ -118,7 +118,7 @@ func (c *Controller) issuedTLS(ctx context.Context, cluster *v1alpha1.MySQLClust
 		klog.FromContext(ctx).Info("Issuing the servers' TLS certificate", "cluster", klog.KObj(cluster), "why", why)
 		defer events.CertificateIssued.Record(c.recorder, cluster, kp.Cert.NotAfter.UTC().Format(time.RFC3339), why)
 	}
-	if _, err := ensure(ctx, c, cluster, c.tlsSecretOps(), certs.ServerSecret(cluster, certPEM, keyPEM, ca.CertPEM, opVersion)); err != nil {
+	if _, _, err := ensure(ctx, c, cluster, c.tlsSecretOps(), certs.ServerSecret(cluster, certPEM, keyPEM, ca.CertPEM, opVersion)); err != nil {
 		return tlsView{}, err
 	}
 	return c.servedView(source, certPEM, ca.CertPEM, now), nil
@@ -163,7 +163,7 @@ func (c *Controller) operatorCA(ctx context.Context, cluster *v1alpha1.MySQLClus
 	if err != nil {
 		return nil, "", fmt.Errorf("create the CA: %w", err)
 	}
-	if _, err := ensure(ctx, c, cluster, c.tlsSecretOps(), certs.CAKeySecret(cluster, ca, opVersion)); err != nil {
+	if _, _, err := ensure(ctx, c, cluster, c.tlsSecretOps(), certs.CAKeySecret(cluster, ca, opVersion)); err != nil {
 		return nil, "", err
 	}
 	return ca, "", nil
