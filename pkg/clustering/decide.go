@@ -305,9 +305,9 @@ func Decide(spec Spec, instances []Instance) Decision {
 		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: it diverged from primary %d", r, primary)
 		return d
 	}
-	// A member whose server stops at start on corrupt data is the one member down: it holds
-	// nothing the primary lacks that a client was told is committed (a replica acknowledges a
-	// commit only once it holds it, and the primary is ahead of or level with it).
+	// A member whose server stops at start on corrupt data is re-seeded while it is the one
+	// member down. It is not the primary, so it holds nothing the primary lacks that a client
+	// was told is committed (the primary holds every commit it acknowledged).
 	corrupt := slices.DeleteFunc(slices.Clone(missing), func(i int) bool { return !instances[i].Corrupt })
 	if len(corrupt) > 0 && len(missing) == 1 && spec.Reseed != ReseedNever && !fenced {
 		r := corrupt[0]
