@@ -794,13 +794,42 @@ func crashLoop(victim *corev1.Pod, container string) string {
 // kept it is re-seeded by the operator (spec.replication.reseed: FailedPrimaries).
 func settleAfterFailover(t *testing.T, old string) {
 	t.Helper()
-	eventually(t, 4*time.Minute, "cluster Healthy after the failover, "+old+" rejoined", func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
 		c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		return c.Status.Phase == v1alpha1.ClusterHealthy && c.Status.ReadyMembers == c.Spec.Members && len(c.Status.Replaced) == 0, nil
 	})
+	if err != nil {
+		dumpCluster(t)
+		t.Fatalf("cluster Healthy after the failover, %s rejoined: not within 4m: %v", old, err)
+	}
+}
+
+// dumpCluster logs what a failed wait needs: the cluster's status and each member's
+// container states and the end of its server's log.
+func dumpCluster(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if c, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		t.Logf("cluster: phase %s primary %s ready %d replaced %v", c.Status.Phase, c.Status.Primary, c.Status.ReadyMembers, c.Status.Replaced)
+		for _, cond := range c.Status.Conditions {
+			t.Logf("  condition %s=%s %s: %s", cond.Type, cond.Status, cond.Reason, cond.Message)
+		}
+	}
+	pods, err := lc.CP.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		for _, cs := range p.Status.ContainerStatuses {
+			t.Logf("pod %s container %s: ready %v restarts %d state %+v last %+v", p.Name, cs.Name, cs.Ready, cs.RestartCount, cs.State, cs.LastTerminationState)
+		}
+		log := strings.Split(strings.TrimRight(lc.Log(p, resources.ContainerMySQL), "\n"), "\n")
+		t.Logf("pod %s: end of the server's log:\n%s", p.Name, strings.Join(log[max(len(log)-25, 0):], "\n"))
+	}
 }
 
 // waitServiceEndpoints waits until the Service's endpoints are exactly member m's pod IP.
