@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"path"
@@ -191,11 +192,17 @@ func verify(ctx context.Context, store *storage.Store, object, want string) erro
 	}
 	defer r.Close()
 	h := sha256.New()
+	return drainAndCheck(h, r, store.Location(object), want)
+}
+
+// drainAndCheck reads the rest of r into h, which has hashed what was read before, and
+// compares the object's SHA-256 with want.
+func drainAndCheck(h hash.Hash, r io.Reader, location, want string) error {
 	if _, err := io.Copy(h, r); err != nil {
-		return fmt.Errorf("read %s to verify it: %w", store.Location(object), err)
+		return fmt.Errorf("read %s to verify it: %w", location, err)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return fmt.Errorf("%s is corrupted: its SHA-256 is %s, the backup recorded %s; nothing was loaded", store.Location(object), got, want)
+		return fmt.Errorf("%s is corrupted: its SHA-256 is %s, the backup recorded %s; nothing was loaded", location, got, want)
 	}
 	return nil
 }

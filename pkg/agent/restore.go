@@ -2,9 +2,11 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"os"
@@ -127,11 +129,6 @@ func (b *backups) stage(req agentapi.BackupRequest, store *storage.Store) func(c
 		case rec != nil && rec.Committed:
 			return fmt.Errorf("restore %s is committed and waits for the pod to restart", rec.ID)
 		}
-		if req.SHA256 != "" {
-			if err := verify(ctx, store, req.Object, req.SHA256); err != nil {
-				return err
-			}
-		}
 		// Whatever is staged is an earlier restore that was never committed.
 		root := stagingDir(b.cfg.DataDir)
 		if err := os.RemoveAll(root); err != nil {
@@ -155,8 +152,22 @@ func (b *backups) unpack(ctx context.Context, req agentapi.BackupRequest, store 
 		return err
 	}
 	defer r.Close()
-	res, err := executor.Extract(ctx, b.cfg.Tools, b.cfg.Flavor, r, data)
+	// Verified while it is unpacked, not in a read of its own before: what is unpacked goes
+	// beside the datadir, never into the server, and is removed when the sums differ.
+	var src io.Reader = r
+	h := sha256.New()
+	if req.SHA256 != "" {
+		src = io.TeeReader(r, h)
+	}
+	res, err := executor.Extract(ctx, b.cfg.Tools, b.cfg.Flavor, src, data)
 	st.Size = res.Size
+	if req.SHA256 != "" {
+		// The rest of the object too (after the compressed stream's end, or a failure): a
+		// corrupted object is the error that counts.
+		if verr := drainAndCheck(h, r, store.Location(req.Object), req.SHA256); verr != nil {
+			return verr
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -141,7 +141,7 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	own := checksumOf(t, target.op(t))
 	req := agentapi.BackupRequest{ID: "rs", Method: executor.Physical, Object: "full.xbstream.zst", Storage: store, SHA256: bk.SHA256}
 
-	// A corrupted object: verified before anything is unpacked.
+	// A corrupted object: verified while it is unpacked, and what was unpacked is removed.
 	bad := req
 	bad.ID, bad.SHA256 = "rs-bad", strings.Repeat("0", 64)
 	if _, err := target.client.StartRestore(ctx, bad); err != nil {

@@ -43,17 +43,31 @@ type exit struct {
 	MaxRSS int64  `json:"maxRSS"`
 }
 
-func readFrame(r *bufio.Reader) (byte, []byte, error) {
+// frameReader reads frames into one buffer: a frame's payload is valid until the next read
+// (every reader hands it on synchronously), so a stream of a gigabyte allocates nothing.
+type frameReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+func newFrameReader(conn net.Conn) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(conn, 64<<10)}
+}
+
+func (f *frameReader) read() (byte, []byte, error) {
 	var h [5]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
+	if _, err := io.ReadFull(f.r, h[:]); err != nil {
 		return 0, nil, err
 	}
 	n := binary.BigEndian.Uint32(h[1:])
 	if n > maxFrame {
 		return 0, nil, fmt.Errorf("frame of %d bytes exceeds %d", n, maxFrame)
 	}
-	p := make([]byte, n)
-	if _, err := io.ReadFull(r, p); err != nil {
+	if uint32(cap(f.buf)) < n {
+		f.buf = make([]byte, n)
+	}
+	p := f.buf[:n]
+	if _, err := io.ReadFull(f.r, p); err != nil {
 		return 0, nil, err
 	}
 	return h[0], p, nil
@@ -72,10 +86,9 @@ func (f *frameWriter) frame(typ byte, p []byte) error {
 	var h [5]byte
 	h[0] = typ
 	binary.BigEndian.PutUint32(h[1:], uint32(len(p)))
-	if _, err := f.w.Write(h[:]); err != nil {
-		return err
-	}
-	_, err := f.w.Write(p)
+	// Header and payload in one write (writev on a connection), not two system calls.
+	bufs := net.Buffers{h[:], p}
+	_, err := bufs.WriteTo(f.w)
 	return err
 }
 
@@ -158,9 +171,9 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := bufio.NewReaderSize(conn, 64<<10)
+	r := newFrameReader(conn)
 	out := &frameWriter{w: conn}
-	typ, p, err := readFrame(r)
+	typ, p, err := r.read()
 	var h header
 	if err == nil && typ == frameHeader {
 		err = json.Unmarshal(p, &h)
@@ -182,7 +195,7 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 	go func() {
 		defer cancel()
 		for {
-			typ, p, err := readFrame(r)
+			typ, p, err := r.read()
 			if err != nil {
 				stdinW.CloseWithError(fmt.Errorf("client gone before the end of standard input: %w", err))
 				return
@@ -263,9 +276,9 @@ func (c Client) Run(ctx context.Context, t Tool) (int64, error) {
 
 // relay copies the server's frames to the tool's writers until the exit frame.
 func (c Client) relay(conn net.Conn, t Tool) (int64, error) {
-	r := bufio.NewReaderSize(conn, 64<<10)
+	r := newFrameReader(conn)
 	for {
-		typ, p, err := readFrame(r)
+		typ, p, err := r.read()
 		if err != nil {
 			return 0, fmt.Errorf("connection to the toolbox container: %w", err)
 		}

@@ -40,6 +40,10 @@ type Config struct {
 	CA []byte
 	// PartSize is the multipart part size in bytes; 0 means 16 MiB.
 	PartSize uint64
+	// Uploads is how many parts of one object are uploaded at once; 0 means 2. The stream is
+	// read into that many part buffers (memory: Uploads × PartSize, whatever the object's
+	// size), so that the producer keeps writing while earlier parts are sent.
+	Uploads uint
 }
 
 // Store is one bucket and prefix.
@@ -48,6 +52,7 @@ type Store struct {
 	bucket   string
 	prefix   string
 	partSize uint64
+	uploads  uint
 }
 
 // New returns a Store for c. It does not contact the endpoint.
@@ -89,7 +94,11 @@ func New(c Config) (*Store, error) {
 	if ps == 0 {
 		ps = 16 << 20
 	}
-	return &Store{client: client, bucket: c.Bucket, prefix: strings.Trim(c.Prefix, "/"), partSize: ps}, nil
+	uploads := c.Uploads
+	if uploads == 0 {
+		uploads = 2
+	}
+	return &Store{client: client, bucket: c.Bucket, prefix: strings.Trim(c.Prefix, "/"), partSize: ps, uploads: uploads}, nil
 }
 
 // Key returns the object key of name under the store's prefix.
@@ -105,8 +114,10 @@ func (s *Store) Location(name string) string { return "s3://" + s.bucket + "/" +
 
 // Put streams r into object name and returns the bytes written.
 func (s *Store) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	// One upload at a time would stall the producer (a backup tool) while each part is sent.
 	info, err := s.client.PutObject(ctx, s.bucket, s.Key(name), r, -1, minio.PutObjectOptions{
 		PartSize: s.partSize, ContentType: "application/octet-stream",
+		ConcurrentStreamParts: s.uploads > 1, NumThreads: s.uploads,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("upload %s: %w", s.Location(name), err)

@@ -57,6 +57,28 @@ func TestStoreOnVersityGW(t *testing.T) {
 		t.Fatal("Get of a deleted object succeeded")
 	}
 
+	// Parts sent one at a time and four at once land in order all the same.
+	for _, uploads := range []uint{1, 4} {
+		c := cfg
+		c.Uploads = uploads
+		st, err := storage.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := st.Put(ctx, "b2/backup.zst", io.MultiReader(bytes.NewReader(data))); err != nil || n != int64(len(data)) {
+			t.Fatalf("Put with %d uploads = %d, %v", uploads, n, err)
+		}
+		r, err := st.Get(ctx, "b2/backup.zst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		r.Close()
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("%d uploads: Get returned %d bytes (%v), not what was put", uploads, len(got), err)
+		}
+	}
+
 	bad := srv.Config("")
 	bad.SecretAccessKey = "wrong-secret-value"
 	st2, _ := storage.New(bad)

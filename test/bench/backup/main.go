@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,11 +49,26 @@ type row struct {
 	data, stored      int64
 	took, raw         time.Duration
 	rssMiB, toolRSSMB float64
+	// cpu and rawCPU are the machine's busy CPU seconds during the operation and the raw
+	// tool's run (/proc/stat: every process, the servers and the S3 server included).
+	cpu, rawCPU float64
 }
 
 func main() {
 	sizeMB := flag.Int("size-mb", 1024, "approximate size of the table to back up, in MiB")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the agent's side) over the whole run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	err := benchutil.Run(func(t *benchutil.T) error { return run(t, int64(*sizeMB)<<20) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -97,14 +113,14 @@ func run(t *benchutil.T, size int64) error {
 		}
 		rawFiles[method] = file
 		resetPeak()
-		start := time.Now()
+		start, cpu := time.Now(), busyCPU()
 		res, err := executor.Run(ctx, req, func(r io.Reader) error { _, err := store.Put(ctx, method, r); return err })
 		if err != nil {
 			return err
 		}
 		stored[method] = res
-		rows = append(rows, row{what: method + " backup", data: data, stored: res.Size, took: time.Since(start), raw: raw,
-			rssMiB: peakRSSMiB(), toolRSSMB: float64(res.ToolMaxRSS) / (1 << 20)})
+		rows = append(rows, row{what: method + " backup", data: data, stored: res.Size, took: time.Since(start), raw: raw.took,
+			rssMiB: peakRSSMiB(), toolRSSMB: float64(res.ToolMaxRSS) / (1 << 20), cpu: busyCPU() - cpu, rawCPU: raw.cpu})
 	}
 
 	want, err := rowCount(servers[0])
@@ -133,7 +149,9 @@ func run(t *benchutil.T, size int64) error {
 
 	// Logical: the client reading the dump from a file, then the agent, each into an empty schema.
 	fmt.Fprintln(os.Stderr, "logical restores ...")
+	cpu := busyCPU()
 	raw, rawRSS, err := runFrom(rawFiles[executor.Logical], "mariadb", "--no-defaults", "--socket="+dst.Socket, "--user=root", "--binary-mode", "--batch")
+	rawCPU := busyCPU() - cpu
 	if err != nil {
 		return err
 	}
@@ -144,12 +162,13 @@ func run(t *benchutil.T, size int64) error {
 		return err
 	}
 	resetPeak()
-	start = time.Now()
+	start, cpu = time.Now(), busyCPU()
 	st, err := runRestore(ctx, client, restoreReq(executor.Logical), agentapi.BackupComplete)
 	if err != nil {
 		return err
 	}
-	rows = append(rows, row{what: "logical restore", data: data, stored: st.Size, took: time.Since(start), raw: raw, rssMiB: peakRSSMiB(), toolRSSMB: rawRSS})
+	rows = append(rows, row{what: "logical restore", data: data, stored: st.Size, took: time.Since(start), raw: raw, rssMiB: peakRSSMiB(), toolRSSMB: rawRSS,
+		cpu: busyCPU() - cpu, rawCPU: rawCPU})
 	if err := restored("the logical restore"); err != nil {
 		return err
 	}
@@ -157,6 +176,7 @@ func run(t *benchutil.T, size int64) error {
 	// Physical: mbstream and prepare from a file, then the agent's stage, commit and init's step.
 	fmt.Fprintln(os.Stderr, "physical restores ...")
 	dir := t.TempDir()
+	cpu = busyCPU()
 	extract, extractRSS, err := runFrom(rawFiles[executor.Physical], "mbstream", "-x", "-C", dir)
 	if err != nil {
 		return err
@@ -167,8 +187,9 @@ func run(t *benchutil.T, size int64) error {
 		return err
 	}
 	raw = extract + time.Since(prepStart)
+	rawCPU = busyCPU() - cpu
 	resetPeak()
-	start = time.Now()
+	start, cpu = time.Now(), busyCPU()
 	req := restoreReq(executor.Physical)
 	st, err = runRestore(ctx, client, req, agentapi.RestoreStaged)
 	if err != nil {
@@ -183,16 +204,17 @@ func run(t *benchutil.T, size int64) error {
 	}
 	took := time.Since(start)
 	rows = append(rows, row{what: "physical restore", data: data, stored: st.Size, took: took, raw: raw, rssMiB: peakRSSMiB(),
-		toolRSSMB: max(extractRSS, float64(prep.ToolMaxRSS)/(1<<20))})
+		toolRSSMB: max(extractRSS, float64(prep.ToolMaxRSS)/(1<<20)), cpu: busyCPU() - cpu, rawCPU: rawCPU})
 	if err := restored("the physical restore"); err != nil {
 		return err
 	}
 
-	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool with a local file | time / raw | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool with a local file | time / raw | CPU s / GiB (raw) | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %v | %.2f | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
+		gib := float64(r.data) / (1 << 30)
+		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %v | %.2f | %.1f (%.1f) | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
 			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), r.raw.Round(100*time.Millisecond),
-			r.took.Seconds()/r.raw.Seconds(), r.rssMiB, r.toolRSSMB)
+			r.took.Seconds()/r.raw.Seconds(), r.cpu/gib, r.rawCPU/gib, r.rssMiB, r.toolRSSMB)
 	}
 	fmt.Printf("\nrows restored: %d, twice\n", want)
 	fmt.Printf("physical restore: staged (verify, download, unpack, prepare) in %v, put in place by init (server stop, reset, swap, start) in %v\n",
@@ -260,25 +282,31 @@ func runFrom(file, name string, args ...string) (time.Duration, float64, error) 
 // rawTool runs the executor's backup command alone, its output to a local file without
 // compression, and returns how long it took (the baseline of the table's ratio) and the file
 // (the restores' baseline reads it).
-func rawTool(ctx context.Context, t *benchutil.T, req executor.Request) (time.Duration, string, error) {
+// rawRun is a raw tool's run: its time and the machine's busy CPU seconds meanwhile.
+type rawRun struct {
+	took time.Duration
+	cpu  float64
+}
+
+func rawTool(ctx context.Context, t *benchutil.T, req executor.Request) (rawRun, string, error) {
 	cmd, cleanup, err := executor.BackupCommand(ctx, req)
 	if err != nil {
-		return 0, "", err
+		return rawRun{}, "", err
 	}
 	defer cleanup()
 	file := filepath.Join(t.TempDir(), "raw")
 	out, err := os.Create(file)
 	if err != nil {
-		return 0, "", err
+		return rawRun{}, "", err
 	}
 	defer out.Close()
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = out, &stderr
-	start := time.Now()
+	start, cpu := time.Now(), busyCPU()
 	if err := cmd.Run(); err != nil {
-		return 0, "", fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
+		return rawRun{}, "", fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
 	}
-	return time.Since(start), file, nil
+	return rawRun{took: time.Since(start), cpu: busyCPU() - cpu}, file, nil
 }
 
 // randomHex is 896 characters of random hex per row: it compresses to about half, like text
@@ -325,4 +353,25 @@ func statusKiB(field string) float64 {
 		}
 	}
 	return 0
+}
+
+// busyCPU is the machine's busy CPU time so far, in seconds: /proc/stat's user, nice, system,
+// irq, softirq and steal ticks of all CPUs (USER_HZ is 100 on Linux).
+func busyCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var ticks float64
+	for i, v := range f[1:] {
+		// user nice system idle iowait irq softirq steal: all but idle and iowait.
+		if i == 3 || i == 4 || i > 7 {
+			continue
+		}
+		n, _ := strconv.ParseFloat(v, 64)
+		ticks += n
+	}
+	return ticks / 100
 }
