@@ -829,6 +829,47 @@ func dumpCluster(t *testing.T) {
 		}
 		log := strings.Split(strings.TrimRight(lc.Log(p, resources.ContainerMySQL), "\n"), "\n")
 		t.Logf("pod %s: end of the server's log:\n%s", p.Name, strings.Join(log[max(len(log)-25, 0):], "\n"))
+		dumpTLSFiles(t, p)
+	}
+}
+
+// dumpTLSFiles logs the TLS files as the member's server sees them (through its process's
+// root, which follows its mount namespace) next to the Secret's: a replica that cannot load
+// its CA bundle reports only "SSL_CTX_set_default_verify_paths failed".
+func dumpTLSFiles(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	sec, err := lc.CP.Kube.CoreV1().Secrets(ns).Get(context.Background(), name+"-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Logf("pod %s: TLS Secret: %v", p.Name, err)
+		return
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != resources.ContainerMySQL || cs.State.Running == nil {
+			continue
+		}
+		pid := strings.TrimPrefix(cs.ContainerID, "local://")
+		for _, f := range []string{"ca.crt", "tls.crt", "tls.key"} {
+			path := filepath.Join("/proc", pid, "root", "etc/mysqlop/tls", f)
+			b, err := os.ReadFile(path)
+			var st syscall.Stat_t
+			statErr := syscall.Stat(path, &st)
+			t.Logf("pod %s (pid %s) %s: %d bytes, equal to the Secret's %v, read error %v, stat error %v, mode %o uid %d gid %d, %d PEM blocks",
+				p.Name, pid, f, len(b), string(b) == string(sec.Data[f]), err, statErr, st.Mode, st.Uid, st.Gid, strings.Count(string(b), "-----BEGIN"))
+		}
+		if mi, err := os.ReadFile(filepath.Join("/proc", pid, "mountinfo")); err == nil {
+			for _, l := range strings.Split(string(mi), "\n") {
+				if strings.Contains(l, "mysqlop") {
+					t.Logf("pod %s (pid %s) mount: %s", p.Name, pid, l)
+				}
+			}
+		}
+		if st, err := os.ReadFile(filepath.Join("/proc", pid, "status")); err == nil {
+			for _, l := range strings.Split(string(st), "\n") {
+				if strings.HasPrefix(l, "Uid:") || strings.HasPrefix(l, "Gid:") || strings.HasPrefix(l, "Groups:") {
+					t.Logf("pod %s (pid %s) %s", p.Name, pid, l)
+				}
+			}
+		}
 	}
 }
 
