@@ -20,6 +20,22 @@ func cm(ns, name string, labels map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
 }
 
+// syncedConfigMaps is set's ConfigMap informer, started and synced; the set stops when the
+// test ends.
+func syncedConfigMaps(t *testing.T, set *Set) Informers {
+	t.Helper()
+	inf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
+		return f.Core().V1().ConfigMaps().Informer()
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); set.Shutdown() })
+	set.Start(ctx.Done())
+	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
+		t.Fatal(err)
+	}
+	return inf
+}
+
 func TestWatchesOnlyListedNamespacesAndLabels(t *testing.T) {
 	ours := map[string]string{"managed": "yes"}
 	kube := kubefake.NewClientset(
@@ -29,15 +45,7 @@ func TestWatchesOnlyListedNamespacesAndLabels(t *testing.T) {
 	if len(set.Namespaces) != 2 {
 		t.Fatalf("namespaces %v, want a and b once each", set.Namespaces)
 	}
-	inf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().ConfigMaps().Informer()
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); set.Shutdown() }()
-	set.Start(ctx.Done())
-	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
-		t.Fatal(err)
-	}
+	inf := syncedConfigMaps(t, set)
 
 	lister := corelisters.NewConfigMapLister(inf.Indexer())
 	all, err := lister.List(labels.Everything())
@@ -78,15 +86,7 @@ func TestCachesHoldNoManagedFields(t *testing.T) {
 	withFields.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "mysql-operator", Operation: metav1.ManagedFieldsOperationUpdate}}
 	kube := kubefake.NewClientset(withFields)
 	set := New(kube, mysqlfake.NewSimpleClientset(), []string{"a"}, 0, "managed=yes", "")
-	inf := set.Kube(func(f kubeinformers.SharedInformerFactory) cache.SharedIndexInformer {
-		return f.Core().V1().ConfigMaps().Informer()
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() { cancel(); set.Shutdown() }()
-	set.Start(ctx.Done())
-	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
-		t.Fatal(err)
-	}
+	inf := syncedConfigMaps(t, set)
 	got, err := corelisters.NewConfigMapLister(inf.Indexer()).ConfigMaps("a").Get("x")
 	if err != nil {
 		t.Fatal(err)

@@ -88,10 +88,7 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	}
 	// A backup that finishes, appears or goes can change Active, retention or concurrency.
 	onBackup := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		b, ok := obj.(*v1alpha1.MySQLBackup)
+		b, ok := objects.FromEvent[*v1alpha1.MySQLBackup](obj)
 		if !ok {
 			return
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ownwrites"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
@@ -195,10 +196,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	enqueueRestoreCluster := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if r, ok := obj.(*v1alpha1.MySQLRestore); ok {
+		if r, ok := objects.FromEvent[*v1alpha1.MySQLRestore](obj); ok {
 			c.loop.Add(cache.ObjectName{Namespace: r.Namespace, Name: r.Spec.ClusterRef.Name})
 		}
 	}
@@ -215,10 +213,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		return nil, fmt.Errorf("watch restores: %w", err)
 	}
 	enqueueBackupCluster := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if b, ok := obj.(*v1alpha1.MySQLBackup); ok {
+		if b, ok := objects.FromEvent[*v1alpha1.MySQLBackup](obj); ok {
 			c.loop.Add(cache.ObjectName{Namespace: b.Namespace, Name: b.Spec.ClusterRef.Name})
 		}
 	}
@@ -262,10 +257,7 @@ func resourceVersion(obj any) string {
 // handleChild enqueues the cluster a child belongs to: its controller owner, or for pods
 // (owned by the StatefulSet) the cluster named by their mysqlop.io/cluster label.
 func (c *Controller) handleChild(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	o, ok := obj.(metav1.Object)
+	o, ok := objects.FromEvent[metav1.Object](obj)
 	if !ok {
 		return
 	}
@@ -275,7 +267,7 @@ func (c *Controller) handleChild(obj any) {
 	} else {
 		// Pods are the StatefulSet's; the servers' certificate Secret in cert-manager mode is
 		// cert-manager's, labelled through the Certificate's secretTemplate.
-		switch obj.(type) {
+		switch o.(type) {
 		case *corev1.Pod, *corev1.Secret:
 			name = o.GetLabels()[v1alpha1.LabelCluster]
 		}

@@ -92,10 +92,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	// A deleted user frees its account for another MySQLUser naming it.
 	siblings := c.loop.EnqueueIndexed(c.index, byCluster)
 	if err := userInf.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		if u, ok := obj.(*v1alpha1.MySQLUser); ok {
+		if u, ok := objects.FromEvent[*v1alpha1.MySQLUser](obj); ok {
 			siblings(u.Namespace + "/" + u.Spec.ClusterRef.Name)
 		}
 	}}); err != nil {

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
 )
 
 // Tracker holds the writes of one controller that its caches have not shown yet.
@@ -115,10 +117,7 @@ func (t *Tracker) Behind(cached metav1.Object) bool {
 
 // seen forgets the recorded write of obj once the cache shows obj at or past it.
 func (t *Tracker) seen(obj any) {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	o, ok := obj.(metav1.Object)
+	o, ok := objects.FromEvent[metav1.Object](obj)
 	if !ok {
 		return
 	}
