@@ -94,7 +94,7 @@ func (c *container) start(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Name, err)
 		}
-		if err := w.r.ensureTarget(m.MountPath, !st.IsDir()); err != nil {
+		if err := w.r.mountPoints.ensure(m.MountPath, !st.IsDir()); err != nil {
 			return fmt.Errorf("mount point %s: %w", m.MountPath, err)
 		}
 		spec.Mounts = append(spec.Mounts, Mount{Source: src, Target: m.MountPath, ReadOnly: m.ReadOnly})

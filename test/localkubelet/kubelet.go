@@ -73,8 +73,8 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
-	// created are mount points this runtime made on the host, removed (when empty) at exit.
-	created map[string]bool
+	// mountPoints are the host paths containers mount volumes on.
+	mountPoints *mountPoints
 }
 
 // New checks opts and returns a Runtime.
@@ -92,7 +92,7 @@ func New(kube kubernetes.Interface, opts Options) (*Runtime, error) {
 		}
 	}
 	return &Runtime{opts: opts, kube: kube, gateway: gw, cidr: n, ipam: newIPAM(n),
-		workers: map[types.UID]*podWorker{}, created: map[string]bool{}}, nil
+		workers: map[types.UID]*podWorker{}, mountPoints: &mountPoints{dir: mountPointsDir}}, nil
 }
 
 // Run serves the nodes until ctx ends, then stops every pod process and removes every
@@ -221,56 +221,9 @@ func (r *Runtime) shutdown() {
 		}()
 	}
 	wg.Wait()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	created := make([]string, 0, len(r.created))
-	for p := range r.created {
-		created = append(created, p)
-	}
-	// Deepest first, and only if empty: a path the host also uses is never removed.
-	sort.Slice(created, func(i, j int) bool { return len(created[i]) > len(created[j]) })
-	for _, p := range created {
-		_ = os.Remove(p)
-	}
+	r.mountPoints.release()
 	// Also removes /etc/netns once empty.
 	_ = Sweep(r.opts.Instance)
-}
-
-// ensureTarget makes a mount point that does not exist on the host (a directory, or an empty
-// file when the source is a file), remembering it for removal at exit.
-func (r *Runtime) ensureTarget(target string, isFile bool) error {
-	if _, err := os.Lstat(target); err == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	dir := target
-	if isFile {
-		dir = filepath.Dir(target)
-	}
-	// Record each missing ancestor, so that shutdown removes what it made and nothing else.
-	var missing []string
-	for d := dir; d != "/" && d != "."; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil {
-			break
-		}
-		missing = append(missing, d)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, d := range missing {
-		r.created[d] = true
-	}
-	if isFile {
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_RDONLY, 0o644)
-		if err != nil {
-			return err
-		}
-		f.Close()
-		r.created[target] = true
-	}
-	return nil
 }
 
 // writeHosts rewrites every pod's /etc/hosts in place (bind mounts pin the inode): its own
