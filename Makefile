@@ -93,7 +93,7 @@ chaos: deps tools build ## Chaos suite (root): every fault kind CHAOS_ROUNDS tim
 	CHAOS_ROUNDS=$(CHAOS_ROUNDS) $(GO) test -count=1 -v -timeout 180m -run TestChaos ./test/chaos/
 
 .PHONY: bench-chaos
-bench-chaos: deps tools build ## Chaos benchmark (root): 12 rounds of the 10 fault kinds (120 faults); prints the table of docs/benchmarks.md.
+bench-chaos: deps tools build ## Chaos benchmark (root): 12 rounds of the 12 fault kinds (144 faults); prints the table of docs/benchmarks.md.
 	CHAOS_ROUNDS=12 CHAOS_REPORT=$(CURDIR)/_output/chaos-report.md $(GO) test -count=1 -v -timeout 300m -run TestChaos ./test/chaos/
 
 .PHONY: bench

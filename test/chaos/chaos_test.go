@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -51,9 +53,19 @@ const (
 	secondCrash     kind = "second primary crash during the repair"
 	reseedKilled    kind = "operator killed during a re-seed"
 	corruptReplica  kind = "replica's datadir corrupt"
+	blip            kind = "primary's pod network cut for 0.5 s"
+	cpuSaturated    kind = "every core saturated for 20 s"
 )
 
-var kinds = []kind{killOnce, crashLoop, partition, cutFromReplicas, operatorCut, nodeKilled, operatorKilled, secondCrash, reseedKilled, corruptReplica}
+var kinds = []kind{killOnce, crashLoop, partition, cutFromReplicas, operatorCut, nodeKilled, operatorKilled, secondCrash, reseedKilled, corruptReplica, blip, cpuSaturated}
+
+// keepsPrimary are the kinds after which the primary must be the same: none takes the primary
+// away for longer than the confirmation window (two failed rounds of probes, about 2 s).
+var keepsPrimary = []kind{cutFromReplicas, reseedKilled, corruptReplica, blip, cpuSaturated}
+
+// blipFor is how long blip cuts the primary's network: under one round and its probe's
+// timeout, so at most one probe of the primary fails.
+const blipFor = 500 * time.Millisecond
 
 // outcome is what one fault did.
 type outcome struct {
@@ -266,6 +278,17 @@ func (s *suite) inject(k kind) outcome {
 	case corruptReplica:
 		victim = s.otherPods(old)[0]
 		s.corrupt(victim)
+	case blip:
+		if err := lc.SetNetwork(victim, false); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		time.Sleep(blipFor)
+		if err := lc.SetNetwork(victim, true); err != nil {
+			t.Fatalf("%s: heal: %v", k, err)
+		}
+		time.Sleep(5 * time.Second)
+	case cpuSaturated:
+		saturate(t, 20*time.Second)
 	}
 	// A fault the status has not shown yet (a server that restarted within a second) is not
 	// over: give it up to 5 s to show before waiting for Healthy.
@@ -290,6 +313,11 @@ func (s *suite) inject(k kind) outcome {
 	default:
 	}
 	o.unavailable = s.w.MaxGap(start, time.Now())
+	if slices.Contains(keepsPrimary, k) {
+		if p := statusPrimary(); o.newPrimary > 0 || p != old {
+			t.Errorf("%s: the primary moved from %s to %s after %v: a false failover", k, old, p, o.newPrimary.Round(time.Millisecond))
+		}
+	}
 
 	o.acked, o.lost = s.check()
 	return o
@@ -364,6 +392,28 @@ func (s *suite) corrupt(victim *corev1.Pod) {
 	if pid, err := lc.PID(victim, resources.ContainerMySQL); err == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// saturate keeps every core of the machine busy for d with two spinning processes per core,
+// at the priority of everything else: the operator, the control plane and the servers all
+// get less CPU than they want, as on a node whose CPU is saturated.
+func saturate(t *testing.T, d time.Duration) {
+	t.Helper()
+	var spinners []*exec.Cmd
+	defer func() {
+		for _, c := range spinners {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}()
+	for range 2 * runtime.NumCPU() {
+		c := exec.Command("/bin/sh", "-c", "while :; do :; done")
+		if err := c.Start(); err != nil {
+			t.Fatalf("%s: %v", cpuSaturated, err)
+		}
+		spinners = append(spinners, c)
+	}
+	time.Sleep(d)
 }
 
 // errantGone checks that a re-seeded member lost the schema it alone had. (An errant member
