@@ -77,6 +77,9 @@ type Operation struct {
 	// ReadOnly, for BootstrapPrimary and ConfigurePrimary, configures the primary but leaves it
 	// read-only: the cluster is fenced.
 	ReadOnly bool
+	// Why, for Reseed, says in a few words why the targets' data is replaced; the agents keep
+	// it with the data they set aside, for whoever looks at that data later.
+	Why string
 }
 
 // Instance is what gathering learned about one member.
@@ -295,13 +298,13 @@ func Decide(spec Spec, instances []Instance) Decision {
 	// reachable: at most one member is down by the operator's doing.
 	if r := requestedReseed(spec, d); r >= 0 && len(missing) == 0 && !fenced {
 		d.State = Degraded
-		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}}
+		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}, Why: "re-seed requested"}
 		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: requested", r)
 		return d
 	}
 	if r := reseedCandidate(spec, d, broken); r >= 0 && len(missing) == 0 && !fenced {
 		d.State = Degraded
-		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}}
+		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}, Why: "diverged from the primary"}
 		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: it diverged from primary %d", r, primary)
 		return d
 	}
@@ -312,7 +315,7 @@ func Decide(spec Spec, instances []Instance) Decision {
 	if len(corrupt) > 0 && len(missing) == 1 && spec.Reseed != ReseedNever && !fenced {
 		r := corrupt[0]
 		d.State = Degraded
-		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}}
+		d.Op = Operation{Kind: OpReseed, Primary: primary, Targets: []int{r}, Why: "the server stops at start on corrupt data"}
 		d.Reason = fmt.Sprintf("re-seeding %d from a healthy peer: its server stops at start on corrupt data", r)
 		return d
 	}

@@ -476,6 +476,10 @@ func TestCrashedPrimaryThatKeptItsTailIsReseededOnMariaDB(t *testing.T) {
 	if d, err = cl.m.Step(context.Background()); err != nil || d.Op.Kind != clustering.OpReseed || !slices.Equal(rs.calls, []int{0, replica, replica}) {
 		t.Fatalf("a request made anew: %q %v (%s), reseeder called for %v", d.Op.Kind, err, d.Reason, rs.calls)
 	}
+	// Each re-seed tells the agent why, for the marker kept with the data set aside.
+	if want := []string{"diverged from the primary", "re-seed requested", "re-seed requested"}; !slices.Equal(rs.whys, want) {
+		t.Errorf("re-seeds' reasons %q, want %q", rs.whys, want)
+	}
 }
 
 func others3(p int) []int {
@@ -485,7 +489,9 @@ func others3(p int) []int {
 // recordingReseeder records re-seeds; corrupt are the members it reports corrupt, asked the
 // members it was asked about.
 type recordingReseeder struct {
-	calls   []int
+	calls []int
+	// whys are the calls' reasons, in order.
+	whys    []string
 	corrupt map[int]bool
 	asked   []int
 }
@@ -495,8 +501,9 @@ func (r *recordingReseeder) DataCorrupt(_ context.Context, i int) bool {
 	return r.corrupt[i]
 }
 
-func (r *recordingReseeder) Reseed(_ context.Context, i int) error {
+func (r *recordingReseeder) Reseed(_ context.Context, i int, why string) error {
 	r.calls = append(r.calls, i)
+	r.whys = append(r.whys, why)
 	return nil
 }
 
@@ -504,7 +511,7 @@ func (r *recordingReseeder) KillServer(context.Context, int) error { return erro
 
 type failingAgents struct{ t *testing.T }
 
-func (f failingAgents) Reseed(_ context.Context, i int) error {
+func (f failingAgents) Reseed(_ context.Context, i int, _ string) error {
 	f.t.Errorf("member %d was re-seeded", i)
 	return nil
 }
@@ -537,6 +544,9 @@ func TestCorruptMemberIsReseededOnMariaDB(t *testing.T) {
 	d, err := c.m.Step(context.Background())
 	if err != nil || d.Op.Kind != clustering.OpReseed || !slices.Equal(rs.calls, []int{2}) {
 		t.Fatalf("corrupt member: op %q %v (%s), re-seeds %v", d.Op.Kind, err, d.Reason, rs.calls)
+	}
+	if want := []string{"the server stops at start on corrupt data"}; !slices.Equal(rs.whys, want) {
+		t.Errorf("corrupt member re-seeded for %q, want %q", rs.whys, want)
 	}
 }
 
@@ -662,7 +672,7 @@ type killingAgents struct {
 	killed  []int
 }
 
-func (a *killingAgents) Reseed(context.Context, int) error { return errors.New("not here") }
+func (a *killingAgents) Reseed(context.Context, int, string) error { return errors.New("not here") }
 
 func (a *killingAgents) DataCorrupt(context.Context, int) bool { return false }
 

@@ -52,8 +52,8 @@ type Agents interface {
 	// member's old data can no longer be served (the copy itself may still be running): in
 	// the operator, the member's agent marks its datadir for re-seeding and its pod is
 	// deleted, and init sets the old datadir aside and seeds the member before its server
-	// starts.
-	Reseed(ctx context.Context, i int) error
+	// starts. why says what made the decision (Operation.Why).
+	Reseed(ctx context.Context, i int, why string) error
 	// KillServer SIGKILLs member i's server; its container restarts it, read-only.
 	KillServer(ctx context.Context, i int) error
 	// DataCorrupt reports whether member i, unreachable, is so because its server stops at
@@ -101,7 +101,7 @@ func (o *Operator) Run(ctx context.Context, op Operation) error {
 			return errors.New("re-seeding is not available")
 		}
 		for _, t := range op.Targets {
-			if err := o.Agents.Reseed(ctx, t); err != nil {
+			if err := o.Agents.Reseed(ctx, t, op.Why); err != nil {
 				return fmt.Errorf("re-seed %d: %w", t, err)
 			}
 		}

@@ -373,12 +373,12 @@ func (a memberAgents) member(i int) (*corev1.Pod, agents.Client, error) {
 // Reseed has the member's agent mark its datadir, then deletes its pod; the StatefulSet
 // recreates it and init replaces the datadir with a copy of a healthy peer before the server
 // starts (pkg/agent/reseed.go).
-func (a memberAgents) Reseed(ctx context.Context, i int) error {
+func (a memberAgents) Reseed(ctx context.Context, i int, why string) error {
 	pod, client, err := a.member(i)
 	if err != nil {
 		return err
 	}
-	if err := client.Reseed(ctx, "diverged from the primary"); err != nil {
+	if err := client.Reseed(ctx, why); err != nil {
 		return fmt.Errorf("mark %s for re-seeding: %w", pod.Name, err)
 	}
 	// The UID precondition deletes the pod whose agent marked the datadir, not a successor.
@@ -387,7 +387,7 @@ func (a memberAgents) Reseed(ctx context.Context, i int) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete pod %s to re-seed it: %w", pod.Name, err)
 	}
-	klog.FromContext(ctx).Info("Re-seeding a diverged member", "pod", klog.KObj(pod))
+	klog.FromContext(ctx).Info("Re-seeding a member", "pod", klog.KObj(pod), "why", why)
 	return nil
 }
 
