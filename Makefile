@@ -16,6 +16,7 @@ CLUSTERS ?= 10,100,500
 QPS      ?= 0,20
 TLS      ?= on
 PITR_MB ?= 256
+BURST   ?= 0
 BACKUP_MB ?= 1024
 CHAOS_ROUNDS ?= 3
 
@@ -113,8 +114,8 @@ bench-failover: ## Failover benchmark on real MariaDB: SIGKILL of the primary to
 	$(GO) run ./test/bench/failover -runs 20
 
 .PHONY: bench-local
-bench-local: deps tools build ## Local-cluster benchmark (root): apply to Healthy of a real 3-member MariaDB cluster and failover of a crash-looping primary, 5 runs.
-	$(GO) run ./test/bench/local -runs 5
+bench-local: deps tools build ## Local-cluster benchmark (root): apply to Healthy of a real 3-member MariaDB cluster and failover of a crash-looping primary, 5 runs (BURST=500: while 500 other clusters are created).
+	$(GO) run ./test/bench/local -runs 5 -burst '$(BURST)'
 
 .PHONY: dev-cluster
 dev-cluster: tools build ## Main job: a local control plane with kwok nodes, the operator and an example cluster (foreground; Ctrl-C stops it).

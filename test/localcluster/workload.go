@@ -19,7 +19,11 @@ import (
 var writeIDs atomic.Int64
 
 // Writer commits rows (id, 'w') into app.t through whichever member primary() names, and
-// records every id a server acknowledged, and when, per member.
+// records every id a server acknowledged, and when, per member. Each insert has 2 s; one in
+// flight to a member that primary() no longer names is abandoned at once (checked every
+// 50 ms), as a client that follows the cluster's status would, so that the time to the first
+// write after a failover is the operator's and not this timeout's. An abandoned insert is not
+// acknowledged, whether or not its server committed it.
 type Writer struct {
 	mu      sync.Mutex
 	acked   []int
@@ -28,12 +32,19 @@ type Writer struct {
 	done    chan struct{}
 	// hold is read-locked around each insert; Hold write-locks it to pause the writer.
 	hold sync.RWMutex
+	// inflight is the insert in flight: its member and how to abandon it.
+	inflight struct {
+		sync.Mutex
+		member string
+		cancel context.CancelFunc
+	}
 }
 
 // StartWriter starts writing; db returns a pool to a member, primary the member to write to
 // ("" to wait).
 func StartWriter(db func(member string) (*sql.DB, error), primary func() string) *Writer {
 	w := &Writer{ackedOn: map[string][]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
+	go w.follow(primary)
 	go func() {
 		defer close(w.done)
 		for {
@@ -55,7 +66,13 @@ func StartWriter(db func(member string) (*sql.DB, error), primary func() string)
 			}
 			w.hold.RLock()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			w.inflight.Lock()
+			w.inflight.member, w.inflight.cancel = m, cancel
+			w.inflight.Unlock()
 			_, err = pool.ExecContext(ctx, "INSERT INTO app.t VALUES (?, 'w')", id)
+			w.inflight.Lock()
+			w.inflight.cancel = nil
+			w.inflight.Unlock()
 			cancel()
 			w.hold.RUnlock()
 			if err != nil {
@@ -69,6 +86,25 @@ func StartWriter(db func(member string) (*sql.DB, error), primary func() string)
 		}
 	}()
 	return w
+}
+
+// follow abandons the insert in flight when primary() names another member, until Stop.
+func (w *Writer) follow(primary func() string) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.quit:
+			return
+		case <-t.C:
+		}
+		p := primary()
+		w.inflight.Lock()
+		if p != "" && p != w.inflight.member && w.inflight.cancel != nil {
+			w.inflight.cancel()
+		}
+		w.inflight.Unlock()
+	}
 }
 
 // Stop stops the writer and returns the acknowledged ids.

@@ -8,7 +8,8 @@
 //   - the time until every cluster has all its children and a written status, and until
 //     every cluster is Healthy,
 //   - the operator's CPU seconds (from /proc) and API requests per cluster (its own
-//     mysqlop_api_requests_total, by method) at that point, and its peak RSS (VmHWM).
+//     mysqlop_api_requests_total, by method) at that point, its failed requests (answered
+//     with a 4xx or 5xx code, or not at all) by code, and its peak RSS (VmHWM).
 //
 // For each cluster count it also measures the control plane's own floor: on another fresh
 // control plane it creates the same N StatefulSets (the operator's, built by the same code)
@@ -28,10 +29,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,8 +69,11 @@ type result struct {
 	stsExist, stsReady, children, healthy time.Duration
 	cpuSeconds                            float64
 	requests                              map[string]float64 // by method
-	peakRSSMiB                            float64
-	err                                   error
+	// failed counts the operator's requests answered with an error (HTTP 4xx/5xx, or none),
+	// by code.
+	failed     map[string]float64
+	peakRSSMiB float64
+	err        error
 }
 
 func main() {
@@ -120,8 +126,8 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("\n| run | clusters | TLS | all StatefulSets exist | all StatefulSets ready | ready / floor | all children + status | all Healthy | operator CPU | API requests / cluster | operator peak RSS |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| run | clusters | TLS | all StatefulSets exist | all StatefulSets ready | ready / floor | all children + status | all Healthy | operator CPU | API requests / cluster | failed requests | operator peak RSS |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	floors := map[int]time.Duration{}
 	for _, r := range results {
 		if r.floor && r.err == nil {
@@ -148,18 +154,32 @@ func row(r result, floor time.Duration) string {
 		name = "floor: the StatefulSets alone"
 	}
 	if r.err != nil {
-		return fmt.Sprintf("| %s | %d | %s | failed: %v | | | | | | | |", name, r.clusters, onOff(r.tls), r.err)
+		return fmt.Sprintf("| %s | %d | %s | failed: %v | | | | | | | | |", name, r.clusters, onOff(r.tls), r.err)
 	}
 	if r.floor {
-		return fmt.Sprintf("| %s | %d | | %.1f s | %.1f s | 1 | | | | | |", name, r.clusters, r.stsExist.Seconds(), r.stsReady.Seconds())
+		return fmt.Sprintf("| %s | %d | | %.1f s | %.1f s | 1 | | | | | | |", name, r.clusters, r.stsExist.Seconds(), r.stsReady.Seconds())
 	}
 	ratio := ""
 	if floor > 0 {
 		ratio = fmt.Sprintf("%.2f", r.stsReady.Seconds()/floor.Seconds())
 	}
-	return fmt.Sprintf("| %s | %d | %s | %.1f s | %.1f s | %s | %.1f s | %.1f s | %.1f s | %s | %.0f MiB |", name, r.clusters, onOff(r.tls),
+	return fmt.Sprintf("| %s | %d | %s | %.1f s | %.1f s | %s | %.1f s | %.1f s | %.1f s | %s | %s | %.0f MiB |", name, r.clusters, onOff(r.tls),
 		r.stsExist.Seconds(), r.stsReady.Seconds(), ratio, r.children.Seconds(), r.healthy.Seconds(), r.cpuSeconds,
-		perCluster(r.requests, r.clusters), r.peakRSSMiB)
+		perCluster(r.requests, r.clusters), failures(r.failed), r.peakRSSMiB)
+}
+
+// failures is the count of failed requests and their split by code.
+func failures(byCode map[string]float64) string {
+	var total float64
+	var parts []string
+	for _, c := range slices.Sorted(maps.Keys(byCode)) {
+		total += byCode[c]
+		parts = append(parts, fmt.Sprintf("%s: %.0f", c, byCode[c]))
+	}
+	if total == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%.0f (%s)", total, strings.Join(parts, ", "))
 }
 
 // perCluster is the total of requests per cluster and its split by method.
@@ -404,7 +424,7 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, log
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
-	if _, err := scrape(ctx, metricsURL, true); err != nil {
+	if _, _, err := scrape(ctx, metricsURL, true); err != nil {
 		r.err = err
 		return r
 	}
@@ -436,7 +456,7 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, log
 			}
 		}
 	}
-	if r.requests, err = scrape(ctx, metricsURL, false); err != nil {
+	if r.requests, r.failed, err = scrape(ctx, metricsURL, false); err != nil {
 		r.err = err
 		return r
 	}
@@ -526,26 +546,26 @@ func cluster(ns, name string, tls bool) *v1alpha1.MySQLCluster {
 	return c
 }
 
-// scrape returns mysqlop_api_requests_total by method; with wait it retries until the
-// endpoint answers.
-func scrape(ctx context.Context, url string, wait bool) (map[string]float64, error) {
+// scrape returns mysqlop_api_requests_total by method, and its failed requests (a code of
+// 400 or more, or none) by code; with wait it retries until the endpoint answers.
+func scrape(ctx context.Context, url string, wait bool) (byMethod, failed map[string]float64, err error) {
 	for {
-		total, err := scrapeOnce(ctx, url)
+		byMethod, failed, err = scrapeOnce(ctx, url)
 		if err == nil || !wait || ctx.Err() != nil {
-			return total, err
+			return byMethod, failed, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
-func scrapeOnce(ctx context.Context, url string) (map[string]float64, error) {
+func scrapeOnce(ctx context.Context, url string) (map[string]float64, map[string]float64, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	total := map[string]float64{}
+	total, failed := map[string]float64{}, map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
@@ -553,12 +573,17 @@ func scrapeOnce(ctx context.Context, url string) (map[string]float64, error) {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err == nil {
-			total[label(line, "method")] += v
+		if err != nil {
+			continue
+		}
+		total[label(line, "method")] += v
+		// client-go reports "<error>" for a request that got no answer.
+		if code := label(line, "code"); v > 0 && !strings.HasPrefix(code, "2") && !strings.HasPrefix(code, "3") {
+			failed[code] += v
 		}
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return total, sc.Err()
+	return total, failed, sc.Err()
 }
 
 // label is the value of label name in a metric line of the text format.
