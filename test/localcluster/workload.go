@@ -22,8 +22,10 @@ var writeIDs atomic.Int64
 // records every id a server acknowledged, and when, per member. Each insert has 2 s; one in
 // flight to a member that primary() no longer names is abandoned at once (checked every
 // 50 ms), as a client that follows the cluster's status would, so that the time to the first
-// write after a failover is the operator's and not this timeout's. An abandoned insert is not
-// acknowledged, whether or not its server committed it.
+// write after a failover is the operator's and not this timeout's. Only an insert in flight for
+// 50 ms or more is checked, so primary() (an API read) is not called 20 times a second while
+// inserts commit in milliseconds. An abandoned insert is not acknowledged, whether or not its
+// server committed it.
 type Writer struct {
 	mu      sync.Mutex
 	acked   []int
@@ -32,10 +34,11 @@ type Writer struct {
 	done    chan struct{}
 	// hold is read-locked around each insert; Hold write-locks it to pause the writer.
 	hold sync.RWMutex
-	// inflight is the insert in flight: its member and how to abandon it.
+	// inflight is the insert in flight: its member, when it was sent and how to abandon it.
 	inflight struct {
 		sync.Mutex
 		member string
+		sent   time.Time
 		cancel context.CancelFunc
 	}
 }
@@ -67,7 +70,7 @@ func StartWriter(db func(member string) (*sql.DB, error), primary func() string)
 			w.hold.RLock()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			w.inflight.Lock()
-			w.inflight.member, w.inflight.cancel = m, cancel
+			w.inflight.member, w.inflight.sent, w.inflight.cancel = m, time.Now(), cancel
 			w.inflight.Unlock()
 			_, err = pool.ExecContext(ctx, "INSERT INTO app.t VALUES (?, 'w')", id)
 			w.inflight.Lock()
@@ -88,9 +91,11 @@ func StartWriter(db func(member string) (*sql.DB, error), primary func() string)
 	return w
 }
 
-// follow abandons the insert in flight when primary() names another member, until Stop.
+// follow abandons an insert in flight for 50 ms or more when primary() names another member,
+// until Stop.
 func (w *Writer) follow(primary func() string) {
-	t := time.NewTicker(50 * time.Millisecond)
+	const every = 50 * time.Millisecond
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -98,9 +103,16 @@ func (w *Writer) follow(primary func() string) {
 			return
 		case <-t.C:
 		}
+		w.inflight.Lock()
+		sent, slow := w.inflight.sent, w.inflight.cancel != nil && time.Since(w.inflight.sent) >= every
+		w.inflight.Unlock()
+		if !slow {
+			continue
+		}
 		p := primary()
 		w.inflight.Lock()
-		if p != "" && p != w.inflight.member && w.inflight.cancel != nil {
+		// The same insert still in flight, sent to a member that is no longer the primary.
+		if p != "" && p != w.inflight.member && w.inflight.cancel != nil && w.inflight.sent.Equal(sent) {
 			w.inflight.cancel()
 		}
 		w.inflight.Unlock()
