@@ -47,12 +47,12 @@ func (p *pitrSource) exec(s *mariadb.Server, qs ...string) {
 	}
 }
 
-// group writes ids in one second, after the second of the group before.
+// group writes ids in one second, after the second of the group before. It starts at the
+// beginning of the next second: started mid-second (the first group, or any group after a slow
+// step) the writes could cross into the next one on a loaded machine.
 func (p *pitrSource) group(ids ...int) {
 	p.t.Helper()
-	if n := len(p.times); n > 0 {
-		time.Sleep(time.Until(p.times[n-1].Add(time.Second)))
-	}
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	start := time.Now()
 	for _, id := range ids {
 		p.exec(p.servers[p.primary], fmt.Sprintf("INSERT INTO shop.t VALUES (%d, REPEAT('r%d', 50))", id, id))
