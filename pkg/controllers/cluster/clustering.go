@@ -279,9 +279,14 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 				logger.Error(err, "Move the role labels to the new decision")
 			}
 		}
-		// A changed decision is applied at once; GTIDs and lag in the status are refreshed every
-		// statusRefreshRounds rounds, not every round, to keep status writes bounded.
-		if rounds++; changed || rounds >= statusRefreshRounds {
+		// A changed decision (a failover above all) is applied at once and jumps the queue: behind
+		// a burst of new clusters it would wait for each of them. GTIDs and lag in the status are
+		// refreshed every statusRefreshRounds rounds, not every round, to keep status writes bounded.
+		switch rounds++; {
+		case changed:
+			rounds = 0
+			c.loop.AddUrgent(r.key)
+		case rounds >= statusRefreshRounds:
 			rounds = 0
 			c.loop.Add(r.key)
 		}

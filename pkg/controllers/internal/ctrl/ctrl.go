@@ -17,6 +17,7 @@ package ctrl
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -40,11 +41,24 @@ func After(d time.Duration) Result { return Result{RequeueAfter: d} }
 // SyncFunc reconciles one key.
 type SyncFunc func(ctx context.Context, key cache.ObjectName) (Result, error)
 
+// urgentFor is how long a key given to AddUrgent keeps jumping the queue: its syncs until the
+// cache shows the operator's own writes come back through informer events, not AddUrgent.
+const urgentFor = 30 * time.Second
+
 // Loop is a controller's queue and workers.
 type Loop struct {
-	name   string
-	kind   string
-	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	name  string
+	kind  string
+	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// urgent holds keys that must not wait behind the others (a failover's cluster during a
+	// burst of new clusters); one worker of its own serves it.
+	urgent workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// urgentUntil is when each urgent key goes back to the main queue.
+	urgentMu    sync.Mutex
+	urgentUntil map[cache.ObjectName]time.Time
+	// busy keeps two workers from syncing one key at once, as the workqueue does within one
+	// queue.
+	busy   keyLocks
 	sync   SyncFunc
 	synced []cache.InformerSynced
 }
@@ -57,6 +71,11 @@ func New(name, kind string, sync SyncFunc) *Loop {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name}),
+		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: name + "_urgent"}),
+		urgentUntil: map[cache.ObjectName]time.Time{},
+		busy:        keyLocks{held: map[cache.ObjectName]chan struct{}{}},
 	}
 }
 
@@ -64,7 +83,40 @@ func New(name, kind string, sync SyncFunc) *Loop {
 func (l *Loop) WaitFor(synced ...cache.InformerSynced) { l.synced = append(l.synced, synced...) }
 
 // Add queues key.
-func (l *Loop) Add(key cache.ObjectName) { l.queue.Add(key) }
+func (l *Loop) Add(key cache.ObjectName) { l.queueFor(key).Add(key) }
+
+// queueFor is the queue key goes to: the urgent one while it is urgent.
+func (l *Loop) queueFor(key cache.ObjectName) workqueue.TypedRateLimitingInterface[cache.ObjectName] {
+	if l.isUrgent(key) {
+		return l.urgent
+	}
+	return l.queue
+}
+
+// AddUrgent queues key ahead of the main queue, and does so again for every Add of key in the
+// next urgentFor: for a change that must not wait for the keys before it, such as a cluster's
+// new primary while hundreds of new clusters wait for their children.
+func (l *Loop) AddUrgent(key cache.ObjectName) {
+	l.urgentMu.Lock()
+	l.urgentUntil[key] = time.Now().Add(urgentFor)
+	l.urgentMu.Unlock()
+	l.urgent.Add(key)
+}
+
+// isUrgent says whether key was given to AddUrgent less than urgentFor ago, and forgets the
+// keys whose time is up.
+func (l *Loop) isUrgent(key cache.ObjectName) bool {
+	l.urgentMu.Lock()
+	defer l.urgentMu.Unlock()
+	now := time.Now()
+	for k, until := range l.urgentUntil {
+		if now.After(until) {
+			delete(l.urgentUntil, k)
+		}
+	}
+	_, ok := l.urgentUntil[key]
+	return ok
+}
 
 // Enqueue queues obj's key (or its tombstone's).
 func (l *Loop) Enqueue(obj any) {
@@ -73,11 +125,11 @@ func (l *Loop) Enqueue(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
-	l.queue.Add(key)
+	l.Add(key)
 }
 
-// Len is the number of keys waiting.
-func (l *Loop) Len() int { return l.queue.Len() }
+// Len is the number of keys waiting, in both queues.
+func (l *Loop) Len() int { return l.queue.Len() + l.urgent.Len() }
 
 // Pop takes the next key off the queue without syncing it, for tests of event handlers.
 // It blocks while the queue is empty.
@@ -93,6 +145,7 @@ func (l *Loop) Pop() cache.ObjectName {
 func (l *Loop) Run(ctx context.Context, workers int) error {
 	defer utilruntime.HandleCrash()
 	defer l.queue.ShutDown()
+	defer l.urgent.ShutDown()
 	logger := klog.FromContext(ctx).WithValues("controller", l.name)
 	logger.Info("Waiting for informer caches to sync")
 	if !cache.WaitForCacheSync(ctx.Done(), l.synced...) {
@@ -105,6 +158,10 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 			}
 		}, time.Second)
 	}
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		for l.processNextUrgent(ctx) {
+		}
+	}, time.Second)
 	<-ctx.Done()
 	logger.Info("Shutting down workers")
 	return nil
@@ -116,23 +173,80 @@ func (l *Loop) processNextItem(ctx context.Context) bool {
 		return false
 	}
 	defer l.queue.Done(key)
+	l.syncKey(ctx, key)
+	return true
+}
+
+// processNextUrgent syncs the next urgent key.
+func (l *Loop) processNextUrgent(ctx context.Context) bool {
+	key, quit := l.urgent.Get()
+	if quit {
+		return false
+	}
+	defer l.urgent.Done(key)
+	l.syncKey(ctx, key)
+	return true
+}
+
+// syncKey syncs key once no other worker is syncing it.
+func (l *Loop) syncKey(ctx context.Context, key cache.ObjectName) {
+	if !l.busy.lock(ctx, key) {
+		return
+	}
+	defer l.busy.unlock(key)
 	start := time.Now()
 	logger := klog.FromContext(ctx).WithValues("controller", l.name, l.kind, key)
 	res, err := l.sync(klog.NewContext(ctx, logger), key)
 	metrics.ObserveReconcile(l.name, time.Since(start), err)
 	l.finish(ctx, key, res, err)
-	return true
 }
 
 // finish applies the outcome of one Sync of key to the queue.
 func (l *Loop) finish(ctx context.Context, key cache.ObjectName, res Result, err error) {
+	q := l.queueFor(key)
 	if err != nil {
 		utilruntime.HandleErrorWithContext(ctx, err, "Reconcile failed, will retry", "controller", l.name, l.kind, key)
-		l.queue.AddRateLimited(key)
+		q.AddRateLimited(key)
 		return
 	}
 	l.queue.Forget(key)
+	l.urgent.Forget(key)
 	if res.RequeueAfter > 0 {
-		l.queue.AddAfter(key, res.RequeueAfter)
+		q.AddAfter(key, res.RequeueAfter)
 	}
+}
+
+// keyLocks is a lock per key.
+type keyLocks struct {
+	mu sync.Mutex
+	// held maps a locked key to a channel closed when it is unlocked.
+	held map[cache.ObjectName]chan struct{}
+}
+
+// lock locks key, waiting while another holds it; false when ctx ended first.
+func (k *keyLocks) lock(ctx context.Context, key cache.ObjectName) bool {
+	for {
+		k.mu.Lock()
+		ch, ok := k.held[key]
+		if !ok {
+			k.held[key] = make(chan struct{})
+			k.mu.Unlock()
+			return true
+		}
+		k.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// unlock unlocks key.
+func (k *keyLocks) unlock(key cache.ObjectName) {
+	k.mu.Lock()
+	ch := k.held[key]
+	delete(k.held, key)
+	k.mu.Unlock()
+	close(ch)
 }

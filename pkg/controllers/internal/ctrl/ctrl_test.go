@@ -3,6 +3,9 @@ package ctrl
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,5 +65,64 @@ func TestLoopWaitsForCaches(t *testing.T) {
 	defer cancel()
 	if err := l.Run(ctx, 1); err == nil {
 		t.Fatal("Run started without synced caches")
+	}
+}
+
+// An urgent key is synced before the keys queued ahead of it, and a key in both queues is
+// never synced by two workers at once.
+func TestLoopUrgentKeyJumpsTheQueue(t *testing.T) {
+	var (
+		mu          sync.Mutex
+		order       []string
+		running     = map[string]int{}
+		concurrency int
+	)
+	l := New("test", "object", func(_ context.Context, k cache.ObjectName) (Result, error) {
+		mu.Lock()
+		order = append(order, k.Name)
+		running[k.Name]++
+		concurrency = max(concurrency, running[k.Name])
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		running[k.Name]--
+		mu.Unlock()
+		return Result{}, nil
+	})
+	for i := range 20 {
+		l.Add(cache.ObjectName{Namespace: "ns", Name: fmt.Sprintf("new-%d", i)})
+	}
+	both := cache.ObjectName{Namespace: "ns", Name: "both"}
+	l.Add(both)
+	l.AddUrgent(cache.ObjectName{Namespace: "ns", Name: "failover"})
+	l.AddUrgent(both)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- l.Run(ctx, 1) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		n := len(order)
+		mu.Unlock()
+		if n >= 23 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if i := slices.Index(order, "failover"); i < 0 || i > 2 {
+		t.Errorf("urgent key synced at position %d of %v, want among the first 3", i, order)
+	}
+	if concurrency != 1 {
+		t.Errorf("a key was synced by %d workers at once", concurrency)
+	}
+	// Within urgentFor, a plain Add of an urgent key goes to the urgent queue too.
+	if !l.isUrgent(both) || l.isUrgent(cache.ObjectName{Namespace: "ns", Name: "new-0"}) {
+		t.Error("urgency not kept for the urgent keys only")
 	}
 }
