@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -11,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
@@ -114,7 +116,7 @@ type changeLog struct {
 
 type changeLogKey struct{}
 
-// withChangeLog returns a context whose changes are collected until flush is called.
+// withChangeLog returns a context whose changes are collected until flush or hold is called.
 func withChangeLog(ctx context.Context) (context.Context, *changeLog) {
 	l := &changeLog{byReason: map[events.Event][]string{}}
 	return context.WithValue(ctx, changeLogKey{}, l), l
@@ -131,8 +133,30 @@ func noteChange(ctx context.Context, c *Controller, cluster *v1alpha1.MySQLClust
 	l.byReason[ev] = append(l.byReason[ev], kind+" "+name)
 }
 
-// flush emits one event per kind of change collected.
+// hold keeps the children created so far for the cluster's next flush instead of emitting
+// them now (the first reconcile of a new cluster creates only what its pods need). Updates
+// are never held.
+func (l *changeLog) hold(c *Controller, cluster *v1alpha1.MySQLCluster) {
+	key := cache.MetaObjectToName(cluster)
+	if created := l.byReason[events.Created]; len(created) > 0 {
+		held, _ := c.heldChanges.Load(key)
+		prev, _ := held.([]string)
+		c.heldChanges.Store(key, append(slices.Clone(prev), created...))
+	}
+	delete(l.byReason, events.Created)
+	l.emit(c, cluster)
+}
+
+// flush emits one event per kind of change collected, the held creations included.
 func (l *changeLog) flush(c *Controller, cluster *v1alpha1.MySQLCluster) {
+	if held, ok := c.heldChanges.LoadAndDelete(cache.MetaObjectToName(cluster)); ok {
+		l.byReason[events.Created] = append(held.([]string), l.byReason[events.Created]...)
+	}
+	l.emit(c, cluster)
+}
+
+// emit records one event per kind of change in the log and empties it.
+func (l *changeLog) emit(c *Controller, cluster *v1alpha1.MySQLCluster) {
 	for _, ev := range []events.Event{events.Created, events.Updated} {
 		if children := l.byReason[ev]; len(children) > 0 {
 			ev.Record(c.recorder, cluster, strings.Join(children, ", "))

@@ -113,6 +113,10 @@ type Controller struct {
 	// statusWrites holds when each cluster's status was last written (cache.ObjectName to
 	// time.Time), to coalesce the writes of members coming up.
 	statusWrites sync.Map
+	// heldChanges holds, per new cluster (cache.ObjectName to []string), the children its
+	// first reconcile created: they are named in the Created event of the next reconcile,
+	// which creates the rest, so a new cluster costs one event, not two.
+	heldChanges sync.Map
 }
 
 // New registers the controller's informers with set and returns the controller. Call it for

@@ -385,6 +385,34 @@ func TestHoldsDataIsSticky(t *testing.T) {
 	}
 }
 
+// A new cluster is created over two syncs (the StatefulSet first), yet costs one Created
+// event, which names the children of both.
+func TestNewClusterCostsOneCreatedEvent(t *testing.T) {
+	f := newFixture(t, config("v1"), mariadb(3, "10.11.6"))
+	f.sync()
+	for _, e := range f.events() {
+		if strings.HasPrefix(e, "Normal Created") {
+			t.Errorf("the first sync emitted %q; its creations belong in the next sync's event", e)
+		}
+	}
+	f.settle()
+	f.sync()
+	var created []string
+	for _, e := range f.events() {
+		if strings.HasPrefix(e, "Normal Created") {
+			created = append(created, e)
+		}
+	}
+	if len(created) != 1 {
+		t.Fatalf("Created events %q, want one", created)
+	}
+	for _, child := range []string{"Secret db-credentials", "ConfigMap db-config", "StatefulSet db", "Service db-primary", "PodDisruptionBudget db"} {
+		if !strings.Contains(created[0], child) {
+			t.Errorf("Created event %q does not name %s", created[0], child)
+		}
+	}
+}
+
 func TestCreatesEveryChildWithControllerRef(t *testing.T) {
 	f := newFixture(t, config("v1"), mariadb(3, "10.11.6"))
 	actions := f.syncNew()

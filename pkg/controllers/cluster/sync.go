@@ -56,6 +56,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 	if apierrors.IsNotFound(err) {
 		logger.V(4).Info("Cluster no longer exists")
 		c.statusWrites.Delete(key)
+		c.heldChanges.Delete(key)
 		c.clusterings.stop(key)
 		metrics.ForgetCluster(key.Namespace, key.Name)
 		return ctrl.Result{}, nil
@@ -232,9 +233,15 @@ type childrenResult struct {
 // The children it created or updated are named in one event of each.
 func (c *Controller) syncChildren(ctx context.Context, cluster *v1alpha1.MySQLCluster) (childrenResult, error) {
 	ctx, changes := withChangeLog(ctx)
-	defer changes.flush(c, cluster)
-	opVersion := version.LabelValue(c.cfg.OperatorVersion)
 	var res childrenResult
+	defer func() {
+		if res.deferred {
+			changes.hold(c, cluster)
+		} else {
+			changes.flush(c, cluster)
+		}
+	}()
+	opVersion := version.LabelValue(c.cfg.OperatorVersion)
 	var errs []error
 	record := func(err error) {
 		var ce *conflictError
