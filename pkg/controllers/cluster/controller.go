@@ -115,7 +115,8 @@ type Controller struct {
 	statusWrites sync.Map
 	// heldChanges holds, per new cluster (cache.ObjectName to []string), the children its
 	// first reconcile created: they are named in the Created event of the next reconcile,
-	// which creates the rest, so a new cluster costs one event, not two.
+	// which creates the rest, so a new cluster costs one event, not two (an operator that
+	// restarts in between loses them: events are best effort, the objects are there).
 	heldChanges sync.Map
 }
 

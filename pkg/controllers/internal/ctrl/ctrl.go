@@ -153,37 +153,29 @@ func (l *Loop) Run(ctx context.Context, workers int) error {
 	}
 	logger.Info("Starting workers", "count", workers)
 	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for l.processNextItem(ctx) {
-			}
-		}, time.Second)
+		go l.work(ctx, l.queue)
 	}
-	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for l.processNextUrgent(ctx) {
-		}
-	}, time.Second)
+	go l.work(ctx, l.urgent)
 	<-ctx.Done()
 	logger.Info("Shutting down workers")
 	return nil
 }
 
-func (l *Loop) processNextItem(ctx context.Context) bool {
-	key, quit := l.queue.Get()
-	if quit {
-		return false
-	}
-	defer l.queue.Done(key)
-	l.syncKey(ctx, key)
-	return true
+// work syncs the keys of q, one at a time, until q shuts down.
+func (l *Loop) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.ObjectName]) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		for l.processNext(ctx, q) {
+		}
+	}, time.Second)
 }
 
-// processNextUrgent syncs the next urgent key.
-func (l *Loop) processNextUrgent(ctx context.Context) bool {
-	key, quit := l.urgent.Get()
+// processNext syncs the next key of q; false once q shut down.
+func (l *Loop) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[cache.ObjectName]) bool {
+	key, quit := q.Get()
 	if quit {
 		return false
 	}
-	defer l.urgent.Done(key)
+	defer q.Done(key)
 	l.syncKey(ctx, key)
 	return true
 }
