@@ -41,8 +41,9 @@ func After(d time.Duration) Result { return Result{RequeueAfter: d} }
 // SyncFunc reconciles one key.
 type SyncFunc func(ctx context.Context, key cache.ObjectName) (Result, error)
 
-// urgentFor is how long a key given to AddUrgent keeps jumping the queue: its syncs until the
-// cache shows the operator's own writes come back through informer events, not AddUrgent.
+// urgentFor is how long a key given to AddUrgent keeps jumping the queue. The syncs that
+// finish an urgent change are queued by informer events (the operator's own writes coming
+// back) through Add, not AddUrgent: they must jump too.
 const urgentFor = 30 * time.Second
 
 // Loop is a controller's queue and workers.
