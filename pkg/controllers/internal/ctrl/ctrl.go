@@ -99,24 +99,24 @@ func (l *Loop) queueFor(key cache.ObjectName) workqueue.TypedRateLimitingInterfa
 // new primary while hundreds of new clusters wait for their children.
 func (l *Loop) AddUrgent(key cache.ObjectName) {
 	l.urgentMu.Lock()
-	l.urgentUntil[key] = time.Now().Add(urgentFor)
-	l.urgentMu.Unlock()
-	l.urgent.Add(key)
-}
-
-// isUrgent says whether key was given to AddUrgent less than urgentFor ago, and forgets the
-// keys whose time is up.
-func (l *Loop) isUrgent(key cache.ObjectName) bool {
-	l.urgentMu.Lock()
-	defer l.urgentMu.Unlock()
 	now := time.Now()
+	// Forget the keys whose time is up here, not in isUrgent, which every Add calls.
 	for k, until := range l.urgentUntil {
 		if now.After(until) {
 			delete(l.urgentUntil, k)
 		}
 	}
-	_, ok := l.urgentUntil[key]
-	return ok
+	l.urgentUntil[key] = now.Add(urgentFor)
+	l.urgentMu.Unlock()
+	l.urgent.Add(key)
+}
+
+// isUrgent says whether key was given to AddUrgent less than urgentFor ago.
+func (l *Loop) isUrgent(key cache.ObjectName) bool {
+	l.urgentMu.Lock()
+	defer l.urgentMu.Unlock()
+	until, ok := l.urgentUntil[key]
+	return ok && !time.Now().After(until)
 }
 
 // Enqueue queues obj's key (or its tombstone's).
