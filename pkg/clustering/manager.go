@@ -15,8 +15,11 @@ import (
 type Manager struct {
 	Operator *Operator
 	Members  int
-	// FailoverAfter is how many consecutive steps must find the primary unreachable.
-	FailoverAfter int
+	// FailoverAfter is how long the primary must fail every probe before it is failed over:
+	// at least two probes fail, and the last ends FailoverAfter or more after the first
+	// began. It is a time, not a count of steps, so that steps can come often (a dead primary
+	// is seen sooner) while a server that restarts in place within it keeps its role.
+	FailoverAfter time.Duration
 	// ProbeTimeout bounds reading one instance's state.
 	ProbeTimeout time.Duration
 	// Reseed says which diverged members are re-seeded without a person.
@@ -24,12 +27,15 @@ type Manager struct {
 
 	primary int
 	// published is primary for readers on other goroutines (Primary).
-	published       atomic.Int64
-	errant          []int
-	epoch           int64
-	replaced        []int
-	primaryFailures int
-	switchoverTo    int
+	published atomic.Int64
+	errant    []int
+	epoch     int64
+	replaced  []int
+	// outage is the primary's current run of failed probes; probeBegan is when the latest
+	// probe of the primary began.
+	outage       outage
+	probeBegan   time.Time
+	switchoverTo int
 	// reseedRequested are the requests not carried out yet; reseedDone those carried out.
 	reseedRequested []int
 	reseedDone      []int
@@ -39,6 +45,9 @@ type Manager struct {
 
 // Observed returns what the last Step gathered (nil before the first). Callers must not change it.
 func (m *Manager) Observed() []Instance { return m.observed }
+
+// DefaultFailoverAfter is the confirmation window a new manager starts with.
+const DefaultFailoverAfter = time.Second
 
 // Record is what a manager keeps between steps, and resumes from.
 type Record struct {
@@ -61,7 +70,7 @@ func NewManager(op *Operator, members int) *Manager {
 // Resume returns a manager that starts from rec, as stored in the cluster's status or kept
 // across a change of members.
 func Resume(op *Operator, members int, rec Record) *Manager {
-	m := &Manager{Operator: op, Members: members, FailoverAfter: 2, ProbeTimeout: 2 * time.Second,
+	m := &Manager{Operator: op, Members: members, FailoverAfter: DefaultFailoverAfter, ProbeTimeout: 2 * time.Second,
 		primary: rec.Primary, errant: slices.Clone(rec.Errant), epoch: rec.Epoch, replaced: slices.Clone(rec.Replaced), switchoverTo: -1}
 	m.published.Store(int64(rec.Primary))
 	return m
@@ -126,6 +135,7 @@ func (m *Manager) Gather(ctx context.Context) []Instance {
 	}
 	wg.Wait()
 	if m.primary >= 0 && m.primary < n {
+		m.probeBegan = time.Now()
 		probe(m.primary)
 	}
 	return out
@@ -137,14 +147,11 @@ func (m *Manager) Gather(ctx context.Context) []Instance {
 func (m *Manager) Step(ctx context.Context) (Decision, error) {
 	instances := m.Gather(ctx)
 	defer func() { m.observed = instances }()
-	if m.primary >= 0 && instances[m.primary].Status == nil {
-		m.primaryFailures++
-	} else {
-		m.primaryFailures = 0
-	}
+	failed := m.primary >= 0 && instances[m.primary].Status == nil
+	down := m.outage.observe(failed, m.probeBegan, time.Now(), m.FailoverAfter)
 	d := Decide(Spec{
 		Members: m.Members, SemiSync: m.Operator.SemiSync, Primary: m.primary,
-		PrimaryDown: m.primaryFailures >= m.FailoverAfter, SwitchoverTo: m.switchoverTo, Errant: m.errant,
+		PrimaryDown: down, SwitchoverTo: m.switchoverTo, Errant: m.errant,
 		Fence: m.fence, Epoch: m.epoch, Replaced: m.replaced, Reseed: m.Reseed, ReseedRequested: m.reseedRequested,
 	}, instances)
 	m.errant = d.Errant
@@ -176,7 +183,36 @@ func (m *Manager) Step(ctx context.Context) (Decision, error) {
 		m.switchoverTo = -1
 	}
 	if d.Op.Kind == OpFailover {
-		m.primaryFailures = 0
+		m.outage = outage{}
 	}
 	return d, nil
+}
+
+// outage follows a run of failed probes of the primary.
+type outage struct {
+	failures int
+	// since is when the run's first probe began.
+	since time.Time
+}
+
+// roundJitter is how far a run of failed probes may fall short of the window and still count:
+// rounds come on a ticker whose window is a whole number of intervals (1 s of 500 ms rounds),
+// and a few milliseconds of scheduling either way must not cost another round.
+const roundJitter = 50 * time.Millisecond
+
+// observe records a probe of the primary that began at began and ended at ended, and says
+// whether the primary is down: at least two probes failed in a row, and the last ended window
+// (less roundJitter) or more after the first began. Two probes, so that one slow or lost probe
+// never is an outage however long it took; a time, not a count, so that the window does not
+// shrink when probes come more often.
+func (o *outage) observe(failed bool, began, ended time.Time, window time.Duration) bool {
+	if !failed {
+		*o = outage{}
+		return false
+	}
+	if o.failures == 0 {
+		o.since = began
+	}
+	o.failures++
+	return o.failures >= 2 && ended.Sub(o.since) >= window-roundJitter
 }

@@ -755,6 +755,89 @@ func TestPrimaryKilledAndRestartedAtOnceOnMariaDB(t *testing.T) {
 	t.Logf("%d writes acknowledged", len(acked))
 }
 
+// The confirmation window with the operator's round interval (500 ms): a primary SIGKILLed and
+// restarted in place within the window (FailoverAfter, 1 s) keeps its role though two rounds
+// found it down (a count of two failed rounds would have failed it over), and one that stays
+// down is failed over no sooner than the window after the kill, and within a round of it.
+func TestConfirmationWindowOnMariaDB(t *testing.T) {
+	const interval = 500 * time.Millisecond
+	c := newClusterWith(t, 3, mariadb.Options{MyCnf: mariaDBConfig()})
+	c.converge("bootstrap", 30*time.Second, healthy(0))
+	createApp(t, c, 0)
+	c.converge("replicas follow", 30*time.Second, healthy(0))
+	epoch := c.last.Epoch
+
+	// The runner's loop, on its own goroutine as in the operator.
+	type step struct {
+		at time.Time
+		d  clustering.Decision
+	}
+	steps := make(chan step, 1024)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			d, _ := c.m.Step(ctx)
+			steps <- step{time.Now(), d}
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	stopSteps := func() {
+		cancel()
+		<-stopped
+		close(steps)
+	}
+
+	// Restarted in place: down for more than a round (two probes fail) but under the window.
+	killed := time.Now()
+	c.servers[0].Kill()
+	time.Sleep(350 * time.Millisecond)
+	c.servers[0].Restart()
+	down := time.Since(killed)
+	time.Sleep(3 * interval)
+	if down >= 900*time.Millisecond {
+		stopSteps()
+		t.Skipf("the server took %v to restart: too slow to show a restart within the 1 s window", down)
+	}
+	for len(steps) > 0 {
+		if s := <-steps; s.d.Op.Kind == clustering.OpFailover || s.d.Primary != 0 || s.d.Epoch != epoch {
+			stopSteps()
+			t.Fatalf("the primary was down for %v, under the window, and the manager decided %s (primary %d, epoch %d)", down, s.d.Op.Kind, s.d.Primary, s.d.Epoch)
+		}
+	}
+	t.Logf("primary down for %v: kept its role", down.Round(time.Millisecond))
+
+	// Killed for good: failed over once the window has passed.
+	killed = time.Now()
+	c.servers[0].Kill()
+	var failover time.Duration
+	for failover == 0 && time.Since(killed) < 10*time.Second {
+		select {
+		case s := <-steps:
+			if s.d.Op.Kind == clustering.OpFailover {
+				failover = s.at.Sub(killed)
+			}
+		case <-time.After(time.Second):
+		}
+	}
+	stopSteps()
+	switch {
+	case failover == 0:
+		t.Fatal("no failover within 10 s of the primary's death")
+	case failover < clustering.DefaultFailoverAfter-50*time.Millisecond:
+		t.Errorf("failed over %v after the kill, before the 1 s window", failover)
+	case failover > time.Second+interval+500*time.Millisecond:
+		t.Errorf("failed over %v after the kill: more than the window and a round", failover)
+	}
+	t.Logf("failed over %v after the kill", failover.Round(time.Millisecond))
+}
+
 // A primary whose packets are dropped: on a semi-sync replica STOP SLAVE IO_THREAD connects
 // to the source to end its dump thread, and waits up to rpl_semi_sync_slave_kill_conn_timeout
 // for it. MariaDB's default (5 s) outlasted the operator's read timeout, so every failover

@@ -166,6 +166,7 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 		OperatorVersion:    o.OperatorVersion,
 		Clustering:         o.Clustering,
 		ClusteringInterval: o.ClusteringInterval,
+		FailoverAfter:      o.FailoverAfter,
 		NetworkPolicy:      netpol,
 		Dynamic:            dyn,
 	}

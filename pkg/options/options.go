@@ -47,6 +47,8 @@ type Options struct {
 	Clustering bool
 	// ClusteringInterval is the time between clustering rounds of one cluster.
 	ClusteringInterval time.Duration
+	// FailoverAfter is how long a primary must fail every probe before it is failed over.
+	FailoverAfter time.Duration
 
 	// MySQLImage and MariaDBImage are the default server image repositories (no tag).
 	MySQLImage   string
@@ -115,7 +117,8 @@ func New() *Options {
 		BackupWorkers:        2,
 		ResyncPeriod:         10 * time.Minute,
 		Clustering:           true,
-		ClusteringInterval:   time.Second,
+		ClusteringInterval:   500 * time.Millisecond,
+		FailoverAfter:        time.Second,
 		MySQLImage:           "docker.io/library/mysql",
 		MariaDBImage:         "docker.io/library/mariadb",
 		AgentImage:           DefaultAgentImageRepository + ":" + version.Version,
@@ -146,7 +149,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.TargetSelector, "target-selector", o.TargetSelector, "Label selector: handle only custom resources (of every kind) whose labels match. Empty: all. Operators with disjoint selectors split the work.")
 	fs.DurationVar(&o.ResyncPeriod, "resync-period", o.ResyncPeriod, "How often every object is reconciled even without changes.")
 	fs.BoolVar(&o.Clustering, "clustering", o.Clustering, "Manage replication, roles and failover of every cluster. Turn off only where pods run no MySQL (kwok).")
-	fs.DurationVar(&o.ClusteringInterval, "clustering-interval", o.ClusteringInterval, "Time between clustering rounds of one cluster; failover needs two failed rounds.")
+	fs.DurationVar(&o.ClusteringInterval, "clustering-interval", o.ClusteringInterval, "Time between clustering rounds of one cluster: a dead primary is seen within it.")
+	fs.DurationVar(&o.FailoverAfter, "failover-after", o.FailoverAfter, "How long the primary must fail every probe (at least two) before it is failed over; a server that restarts in place within it keeps its role.")
 	fs.StringVar(&o.MySQLImage, "mysql-image", o.MySQLImage, "Default image repository (no tag) for flavor mysql.")
 	fs.StringVar(&o.MariaDBImage, "mariadb-image", o.MariaDBImage, "Default image repository (no tag) for flavor mariadb.")
 	fs.StringVar(&o.AgentImage, "agent-image", o.AgentImage, "Agent image run beside every server.")
@@ -191,6 +195,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Clustering && o.ClusteringInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("--clustering-interval must be at least 100ms, got %v", o.ClusteringInterval))
+	}
+	if o.Clustering && o.FailoverAfter < o.ClusteringInterval {
+		errs = append(errs, fmt.Errorf("--failover-after must be at least --clustering-interval (%v), got %v", o.ClusteringInterval, o.FailoverAfter))
 	}
 	if o.ResyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("--resync-period must not be negative, got %v", o.ResyncPeriod))

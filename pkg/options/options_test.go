@@ -44,6 +44,7 @@ func TestValidate(t *testing.T) {
 		"--target-selector":                func(o *Options) { o.TargetSelector = "a in (" },
 		"--agent-image":                    func(o *Options) { o.AgentImage = "" },
 		"renew-deadline":                   func(o *Options) { o.RenewDeadline = o.LeaseDuration },
+		"--failover-after":                 func(o *Options) { o.FailoverAfter = o.ClusteringInterval / 2 },
 		"--network-policy-operator-labels": func(o *Options) { o.NetworkPolicyOperatorLabels = "app in (a)" },
 		"--operator-namespace": func(o *Options) {
 			o.NetworkPolicyOperatorLabels, o.OperatorNamespace = "app=op", ""

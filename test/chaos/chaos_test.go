@@ -60,11 +60,11 @@ const (
 var kinds = []kind{killOnce, crashLoop, partition, cutFromReplicas, operatorCut, nodeKilled, operatorKilled, secondCrash, reseedKilled, corruptReplica, blip, cpuSaturated}
 
 // keepsPrimary are the kinds after which the primary must be the same: none takes the primary
-// away for longer than the confirmation window (two failed rounds of probes, about 2 s).
+// away for longer than the confirmation window (--failover-after, 1 s).
 var keepsPrimary = []kind{cutFromReplicas, reseedKilled, corruptReplica, blip, cpuSaturated}
 
-// blipFor is how long blip cuts the primary's network: under one round and its probe's
-// timeout, so at most one probe of the primary fails.
+// blipFor is how long blip cuts the primary's network: half the confirmation window, so
+// that two probes of the primary may fail but never for the whole window.
 const blipFor = 500 * time.Millisecond
 
 // outcome is what one fault did.
@@ -251,9 +251,9 @@ func (s *suite) inject(k kind) outcome {
 	case operatorKilled:
 		done := make(chan bool, 1)
 		go func() { done <- lc.CrashLoop(victim, resources.ContainerMySQL, 2*time.Minute, newPrimary) }()
-		// Before the second failed probe of the primary (about 1.2 s in): the failover is
-		// left to the restarted operator.
-		time.Sleep(time.Second)
+		// Before the confirmation window (1 s from the first failed probe, which comes
+		// within a 500 ms round) has passed: the failover is left to the restarted operator.
+		time.Sleep(800 * time.Millisecond)
 		if pid, err := lc.PID(operatorPod(t), "operator"); err == nil {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}

@@ -194,7 +194,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 	}
 	defer closeAll()
 	gen := -1
-	rounds := 0
+	queued := time.Now()
 	ticker := time.NewTicker(r.interval)
 	defer ticker.Stop()
 	for {
@@ -202,7 +202,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		cfg, g, cluster := r.cfg, r.gen, r.cluster
 		r.mu.Unlock()
 		if g != gen {
-			next, opened, err := buildManager(cfg, m, memberAgents{c: c, r: r})
+			next, opened, err := buildManager(cfg, m, memberAgents{c: c, r: r}, c.cfg.FailoverAfter)
 			if err != nil {
 				// Retried next round; nothing here depends on the servers being up.
 				logger.Error(err, "Set up clustering")
@@ -281,13 +281,14 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		}
 		// A changed decision (a failover above all) is applied at once and jumps the queue: behind
 		// a burst of new clusters it would wait for each of them. GTIDs and lag in the status are
-		// refreshed every statusRefreshRounds rounds, not every round, to keep status writes bounded.
-		switch rounds++; {
+		// refreshed every statusRefreshEvery, not every round, to keep status writes bounded
+		// whatever the round interval.
+		switch {
 		case changed:
-			rounds = 0
+			queued = time.Now()
 			c.loop.AddUrgent(r.key)
-		case rounds >= statusRefreshRounds:
-			rounds = 0
+		case time.Since(queued) >= statusRefreshEvery:
+			queued = time.Now()
 			c.loop.Add(r.key)
 		}
 		if !sleep(ctx, ticker.C) {
@@ -307,13 +308,14 @@ func sleep(ctx context.Context, tick <-chan time.Time) bool {
 }
 
 // probeTimeout bounds one probe of a member. A healthy member answers in milliseconds; a
-// member whose packets are dropped answers never, and failover waits for two such probes, so
-// this bound is most of the time to fail over from a cut network.
+// member whose packets are dropped answers never, and failover waits for two such probes (the
+// second begins when the first times out), so this bound is most of the time to fail over
+// from a cut network.
 const probeTimeout = time.Second
 
 // buildManager opens one connection pool per member and returns a manager that resumes from
 // prev's record (or the status's when there is no prev).
-func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.Agents) (*clustering.Manager, []*sql.DB, error) {
+func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.Agents, failoverAfter time.Duration) (*clustering.Manager, []*sql.DB, error) {
 	rec := clustering.Record{Primary: cfg.primary, Epoch: cfg.epoch, Replaced: cfg.replaced}
 	if prev != nil {
 		rec = prev.Record()
@@ -349,7 +351,7 @@ func buildManager(cfg runnerConfig, prev *clustering.Manager, agents clustering.
 		op.Instances = append(op.Instances, &mysql.Instance{DB: db, Flavor: cfg.flavor})
 	}
 	m := clustering.Resume(op, len(cfg.endpoints), rec)
-	m.ProbeTimeout = probeTimeout
+	m.ProbeTimeout, m.FailoverAfter = probeTimeout, failoverAfter
 	return m, dbs, nil
 }
 
@@ -417,9 +419,9 @@ func podNames(idx []int, name func(int) string) []string {
 	return out
 }
 
-// statusRefreshRounds is how many clustering rounds may pass before the status's GTIDs and lag
-// are refreshed without a change of decision.
-const statusRefreshRounds = 10
+// statusRefreshEvery is how long may pass before the status's GTIDs and lag are refreshed
+// without a change of decision.
+const statusRefreshEvery = 10 * time.Second
 
 // summary is what of a decision the cluster's labels and status depend on.
 func summary(d clustering.Decision) string {

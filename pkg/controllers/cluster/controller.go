@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
+	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/agents"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/ctrl"
 	"github.com/mysqlop/mysql-operator/pkg/controllers/internal/objects"
@@ -67,6 +68,9 @@ type Config struct {
 	Clustering bool
 	// ClusteringInterval is the time between clustering rounds of one cluster.
 	ClusteringInterval time.Duration
+	// FailoverAfter is how long a primary must fail every probe before it is failed over;
+	// default clustering.DefaultFailoverAfter.
+	FailoverAfter time.Duration
 	// Resolve maps a member pod to the address the operator dials; default resources.DNSResolver.
 	Resolve resources.Resolver
 	// AgentResolve maps a member pod to its agent's address; nil means agents.DNSResolver
@@ -163,7 +167,10 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		cfg.Resolve = resources.DNSResolver
 	}
 	if cfg.ClusteringInterval <= 0 {
-		cfg.ClusteringInterval = time.Second
+		cfg.ClusteringInterval = 500 * time.Millisecond
+	}
+	if cfg.FailoverAfter <= 0 {
+		cfg.FailoverAfter = clustering.DefaultFailoverAfter
 	}
 	c := &Controller{
 		kube:         kube,
