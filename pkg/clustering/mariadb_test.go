@@ -18,7 +18,7 @@ import (
 )
 
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	servers []*mariadb.Server
 	m       *clustering.Manager
 	last    clustering.Decision
@@ -27,7 +27,7 @@ type cluster struct {
 func newCluster(t *testing.T, n int) *cluster { return newClusterWith(t, n, mariadb.Options{}) }
 
 // newClusterWith is newCluster on servers started with o (the operator's my.cnf, say).
-func newClusterWith(t *testing.T, n int, o mariadb.Options) *cluster {
+func newClusterWith(t testing.TB, n int, o mariadb.Options) *cluster {
 	servers := mariadb.Start(t, n, o)
 	op := mariadb.Operator(servers)
 	m := clustering.NewManager(op, n)
@@ -106,7 +106,7 @@ func (c *cluster) assertConverged(primary int, replicas ...int) {
 	}
 }
 
-func createApp(t *testing.T, c *cluster, primary int) {
+func createApp(t testing.TB, c *cluster, primary int) {
 	t.Helper()
 	if err := mariadb.CreateApp(context.Background(), c.db(primary)); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/mysqlop/mysql-operator/pkg/clustering"
 	"github.com/mysqlop/mysql-operator/pkg/resources/networkpolicy"
 	"github.com/mysqlop/mysql-operator/pkg/version"
 )
@@ -118,7 +119,7 @@ func New() *Options {
 		ResyncPeriod:         10 * time.Minute,
 		Clustering:           true,
 		ClusteringInterval:   500 * time.Millisecond,
-		FailoverAfter:        time.Second,
+		FailoverAfter:        clustering.DefaultFailoverAfter,
 		MySQLImage:           "docker.io/library/mysql",
 		MariaDBImage:         "docker.io/library/mariadb",
 		AgentImage:           DefaultAgentImageRepository + ":" + version.Version,
