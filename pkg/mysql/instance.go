@@ -147,29 +147,16 @@ type Status struct {
 func (in *Instance) Status(ctx context.Context) (*Status, error) {
 	f := in.Flavor
 	st := &Status{}
-	var executed string
-	if err := in.DB.QueryRowContext(ctx, "SELECT @@GLOBAL.server_id, @@GLOBAL.version").Scan(&st.ServerID, &st.Version); err != nil {
-		return nil, fmt.Errorf("read server id: %w", err)
-	}
-	if err := in.DB.QueryRowContext(ctx, f.ExecutedQuery()).Scan(&executed); err != nil {
-		return nil, fmt.Errorf("read executed GTIDs: %w", err)
+	var executed, purged string
+	if err := in.DB.QueryRowContext(ctx, f.StateQuery()).Scan(&st.ServerID, &st.Version, &executed, &purged, &st.ReadOnly, &st.SuperReadOnly); err != nil {
+		return nil, fmt.Errorf("read server id, GTIDs and read_only: %w", err)
 	}
 	var err error
 	if st.Executed, err = ParseGTIDSet(f, executed); err != nil {
 		return nil, err
 	}
-	st.Purged, _ = ParseGTIDSet(f, "")
-	if q := f.PurgedQuery(); q != "" {
-		var purged string
-		if err := in.DB.QueryRowContext(ctx, q).Scan(&purged); err != nil {
-			return nil, fmt.Errorf("read purged GTIDs: %w", err)
-		}
-		if st.Purged, err = ParseGTIDSet(f, purged); err != nil {
-			return nil, err
-		}
-	}
-	if err := in.DB.QueryRowContext(ctx, f.ReadOnlyQuery()).Scan(&st.ReadOnly, &st.SuperReadOnly); err != nil {
-		return nil, fmt.Errorf("read read_only: %w", err)
+	if st.Purged, err = ParseGTIDSet(f, purged); err != nil {
+		return nil, err
 	}
 	vars, err := in.showVariables(ctx, "SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%enabled'")
 	if err != nil {

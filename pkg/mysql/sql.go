@@ -121,9 +121,12 @@ func (f Flavor) ExecutedQuery() string {
 	return f.pick("SELECT @@GLOBAL.gtid_executed", "SELECT @@GLOBAL.gtid_binlog_pos")
 }
 
-// PurgedQuery selects the GTIDs no longer in the binary logs; MariaDB has no such variable.
-func (f Flavor) PurgedQuery() string {
-	return f.pick("SELECT @@GLOBAL.gtid_purged", "")
+// StateQuery selects, in one round trip (a clustering round probes every member every 500 ms),
+// server_id, version, the executed GTIDs (ExecutedQuery), the purged GTIDs (empty on MariaDB,
+// which has no such variable), read_only and super_read_only (ReadOnlyQuery).
+func (f Flavor) StateQuery() string {
+	return f.pick("SELECT @@GLOBAL.server_id, @@GLOBAL.version, @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged, @@GLOBAL.read_only, @@GLOBAL.super_read_only",
+		"SELECT @@GLOBAL.server_id, @@GLOBAL.version, @@GLOBAL.gtid_binlog_pos, '', @@GLOBAL.read_only, 0")
 }
 
 // ReadOnlyQuery selects read_only and super_read_only (always 0 on MariaDB, which has no

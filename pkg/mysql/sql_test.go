@@ -16,6 +16,8 @@ func TestStatementsPerFlavor(t *testing.T) {
 		{"reset", "RESET REPLICA ALL", "RESET SLAVE ALL", Flavor.ResetReplicaAll},
 		{"status", "SHOW REPLICA STATUS", "SHOW SLAVE STATUS", Flavor.ReplicaStatus},
 		{"executed", "SELECT @@GLOBAL.gtid_executed", "SELECT @@GLOBAL.gtid_binlog_pos", Flavor.ExecutedQuery},
+		{"state", "SELECT @@GLOBAL.server_id, @@GLOBAL.version, @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged, @@GLOBAL.read_only, @@GLOBAL.super_read_only",
+			"SELECT @@GLOBAL.server_id, @@GLOBAL.version, @@GLOBAL.gtid_binlog_pos, '', @@GLOBAL.read_only, 0", Flavor.StateQuery},
 		{"read only", "SET GLOBAL super_read_only = ON", "SET GLOBAL read_only = ON", func(f Flavor) string { return f.SetReadOnly(true) }},
 		{"writable", "SET GLOBAL super_read_only = OFF, GLOBAL read_only = OFF", "SET GLOBAL read_only = OFF", func(f Flavor) string { return f.SetReadOnly(false) }},
 		{"semisync replica", "SET GLOBAL rpl_semi_sync_replica_enabled = ON", "SET GLOBAL rpl_semi_sync_slave_enabled = ON", func(f Flavor) string { return f.SemiSyncReplica(true) }},
