@@ -115,26 +115,33 @@ func (f Flavor) ReplicaStatus() string {
 	return f.pick("SHOW REPLICA STATUS", "SHOW SLAVE STATUS")
 }
 
+// executedColumn, purgedColumn and readOnlyColumns are what ExecutedQuery, ReadOnlyQuery and
+// StateQuery select, written once.
+func (f Flavor) executedColumn() string {
+	return f.pick("@@GLOBAL.gtid_executed", "@@GLOBAL.gtid_binlog_pos")
+}
+
+func (f Flavor) purgedColumn() string { return f.pick("@@GLOBAL.gtid_purged", "''") }
+
+func (f Flavor) readOnlyColumns() string {
+	return f.pick("@@GLOBAL.read_only, @@GLOBAL.super_read_only", "@@GLOBAL.read_only, 0")
+}
+
 // ExecutedQuery selects the executed GTIDs. MariaDB's gtid_binlog_pos includes replicated
 // transactions because the operator sets log_slave_updates.
-func (f Flavor) ExecutedQuery() string {
-	return f.pick("SELECT @@GLOBAL.gtid_executed", "SELECT @@GLOBAL.gtid_binlog_pos")
-}
+func (f Flavor) ExecutedQuery() string { return "SELECT " + f.executedColumn() }
 
 // StateQuery selects, in one round trip (a clustering round probes every member every 500 ms),
 // server_id, version, the executed GTIDs (ExecutedQuery), the purged GTIDs (empty on MariaDB,
 // which has no such variable), read_only and super_read_only (ReadOnlyQuery).
 func (f Flavor) StateQuery() string {
-	return f.pick("SELECT @@GLOBAL.server_id, @@GLOBAL.version, @@GLOBAL.gtid_executed, @@GLOBAL.gtid_purged, @@GLOBAL.read_only, @@GLOBAL.super_read_only",
-		"SELECT @@GLOBAL.server_id, @@GLOBAL.version, @@GLOBAL.gtid_binlog_pos, '', @@GLOBAL.read_only, 0")
+	return "SELECT @@GLOBAL.server_id, @@GLOBAL.version, " + f.executedColumn() + ", " + f.purgedColumn() + ", " + f.readOnlyColumns()
 }
 
 // ReadOnlyQuery selects read_only and super_read_only (always 0 on MariaDB, which has no
 // super_read_only: there read_only also binds users with SUPER, since 10.11 unless they hold
 // READ ONLY ADMIN).
-func (f Flavor) ReadOnlyQuery() string {
-	return f.pick("SELECT @@GLOBAL.read_only, @@GLOBAL.super_read_only", "SELECT @@GLOBAL.read_only, 0")
-}
+func (f Flavor) ReadOnlyQuery() string { return "SELECT " + f.readOnlyColumns() }
 
 // SetReadOnly makes the instance read-only (on) or writable.
 func (f Flavor) SetReadOnly(on bool) string {
