@@ -24,9 +24,15 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/mysqlop/mysql-operator/pkg/bufpipe"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
 	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 )
+
+// stageBuffer is the buffer between two stages of a backup (tool, compressor, upload): two
+// compression segments, so that one stage's pause (an upload part's round trip, a segment's
+// compression) does not stall the other.
+const stageBuffer = 4 << 20
 
 // Methods of backup.
 const (
@@ -77,7 +83,9 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 	defer cleanup()
 
 	// The tool writes into out; the compressor reads it and writes into pw, which put reads.
-	out, toolOut := io.Pipe()
+	// Buffered pipes let the relay, the compressor and the upload run at once instead of
+	// taking turns (memory: 2 × stageBuffer).
+	out, toolOut := bufpipe.New(stageBuffer)
 	var stderr tail
 	tool.Stdout, tool.Stderr = toolOut, &stderr
 	var toolRSS int64
@@ -92,7 +100,7 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 		toolErr <- err
 	}()
 
-	pr, pw := io.Pipe()
+	pr, pw := bufpipe.New(stageBuffer)
 	hash := sha256.New()
 	counter := &countingWriter{}
 	gtid := &gtidScanner{}
@@ -102,13 +110,7 @@ func Run(ctx context.Context, req Request, put func(io.Reader) error) (Result, e
 	}
 	compressErr := make(chan error, 1)
 	go func() {
-		enc, err := zstd.NewWriter(io.MultiWriter(pw, hash, counter), zstd.WithEncoderLevel(zstd.SpeedFastest))
-		if err == nil {
-			_, err = io.Copy(enc, src)
-			if cerr := enc.Close(); err == nil {
-				err = cerr
-			}
-		}
+		err := compress(io.MultiWriter(pw, hash, counter), src)
 		// Unblock a tool still writing when compressing or storing failed.
 		out.CloseWithError(err)
 		if terr := <-toolErr; terr != nil {
@@ -288,26 +290,37 @@ type countingWriter struct{ n int64 }
 
 func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
-// tail keeps the last 64 KiB a tool wrote to stderr, for errors and the physical GTID line.
+// tailSize is how much of a stream a tail keeps.
+const tailSize = 64 << 10
+
+// tail keeps the last 64 KiB written to it: a tool's stderr, for errors and the physical GTID
+// line, and a whole dump, for its GTID line.
 type tail struct {
-	mu  sync.Mutex
+	mu sync.Mutex
+	// buf holds up to 2 × tailSize bytes, so that the kept bytes are moved to its front once
+	// per tailSize written rather than on every write (a dump passes through here).
 	buf []byte
 }
 
 func (t *tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - 64<<10; over > 0 {
-		t.buf = t.buf[over:]
+	if len(p) >= tailSize {
+		t.buf = append(t.buf[:0], p[len(p)-tailSize:]...)
+		return len(p), nil
 	}
+	if len(t.buf)+len(p) > 2*tailSize {
+		keep := min(len(t.buf), tailSize-len(p))
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-keep:]...)
+	}
+	t.buf = append(t.buf, p...)
 	return len(p), nil
 }
 
 func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return strings.TrimSpace(string(t.buf))
+	return strings.TrimSpace(string(t.buf[max(0, len(t.buf)-tailSize):]))
 }
 
 // Decompress returns a reader of the original stream of a backup written by Run.
