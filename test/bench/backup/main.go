@@ -14,7 +14,7 @@
 // the toolbox's relay, which a pod runs in its own container) and the tools' own maximum RSS.
 // The tools run through a toolbox server on a unix socket, as in a pod.
 //
-// Usage: go run ./test/bench/backup -size-mb 1024   (or make bench-backup)
+// Usage: go run ./test/bench/backup -size-mb 1024 [-methods logical,physical] [-cpuprofile file]   (or make bench-backup)
 package main
 
 import (
@@ -56,6 +56,7 @@ type row struct {
 
 func main() {
 	sizeMB := flag.Int("size-mb", 1024, "approximate size of the table to back up, in MiB")
+	methodList := flag.String("methods", "logical,physical", "comma-separated backup methods to measure (backup and restore of each)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the agent's side) over the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -69,14 +70,23 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	err := benchutil.Run(func(t *benchutil.T) error { return run(t, int64(*sizeMB)<<20) })
+	methods := map[string]bool{}
+	for _, m := range strings.Split(*methodList, ",") {
+		m = strings.TrimSpace(m)
+		if m != executor.Logical && m != executor.Physical {
+			fmt.Fprintf(os.Stderr, "-methods: %q is neither %s nor %s\n", m, executor.Logical, executor.Physical)
+			os.Exit(2)
+		}
+		methods[m] = true
+	}
+	err := benchutil.Run(func(t *benchutil.T) error { return run(t, int64(*sizeMB)<<20, methods) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(t *benchutil.T, size int64) error {
+func run(t *benchutil.T, size int64, methods map[string]bool) error {
 	ctx := context.Background()
 	gw := s3.Start(t)
 	servers := mariadb.Start(t, 2, mariadb.Options{MyCnf: myCnf})
@@ -105,6 +115,9 @@ func run(t *benchutil.T, size int64) error {
 	// this process, whose peak RSS therefore covers the relay too).
 	tools := mariadb.Toolbox(t)
 	for _, method := range []string{executor.Logical, executor.Physical} {
+		if !methods[method] {
+			continue
+		}
 		req := executor.Request{Flavor: mysql.MariaDB, Method: method, Socket: servers[0].Socket, DataDir: filepath.Join(servers[0].Dir, "data"),
 			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: tools}
 		raw, file, err := rawTool(ctx, t, req)
@@ -147,66 +160,73 @@ func run(t *benchutil.T, size int64) error {
 		return agentapi.BackupRequest{ID: method + "-restore", Method: method, Object: method, SHA256: stored[method].SHA256, Storage: gw.AgentConfig("bench")}
 	}
 
-	// Logical: the client reading the dump from a file, then the agent, each into an empty schema.
-	fmt.Fprintln(os.Stderr, "logical restores ...")
-	cpu := busyCPU()
-	raw, rawRSS, err := runFrom(rawFiles[executor.Logical], "mariadb", "--no-defaults", "--socket="+dst.Socket, "--user=root", "--binary-mode", "--batch")
-	rawCPU := busyCPU() - cpu
-	if err != nil {
-		return err
-	}
-	if err := restored("the raw logical restore"); err != nil {
-		return err
-	}
-	if err := dst.Admin().ExecSQL(ctx, "DROP DATABASE bench"); err != nil {
-		return err
-	}
-	resetPeak()
-	start, cpu = time.Now(), busyCPU()
-	st, err := runRestore(ctx, client, restoreReq(executor.Logical), agentapi.BackupComplete)
-	if err != nil {
-		return err
-	}
-	rows = append(rows, row{what: "logical restore", data: data, stored: st.Size, took: time.Since(start), raw: raw, rssMiB: peakRSSMiB(), toolRSSMB: rawRSS,
-		cpu: busyCPU() - cpu, rawCPU: rawCPU})
-	if err := restored("the logical restore"); err != nil {
-		return err
+	// The physical restore's two parts: staging, and init's step.
+	var staged, putInPlace time.Duration
+	if methods[executor.Logical] {
+		// Logical: the client reading the dump from a file, then the agent, each into an empty schema.
+		fmt.Fprintln(os.Stderr, "logical restores ...")
+		cpu := busyCPU()
+		raw, rawRSS, err := runFrom(rawFiles[executor.Logical], "mariadb", "--no-defaults", "--socket="+dst.Socket, "--user=root", "--binary-mode", "--batch")
+		rawCPU := busyCPU() - cpu
+		if err != nil {
+			return err
+		}
+		if err := restored("the raw logical restore"); err != nil {
+			return err
+		}
+		if err := dst.Admin().ExecSQL(ctx, "DROP DATABASE bench"); err != nil {
+			return err
+		}
+		resetPeak()
+		start, cpu = time.Now(), busyCPU()
+		st, err := runRestore(ctx, client, restoreReq(executor.Logical), agentapi.BackupComplete)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row{what: "logical restore", data: data, stored: st.Size, took: time.Since(start), raw: raw, rssMiB: peakRSSMiB(), toolRSSMB: rawRSS,
+			cpu: busyCPU() - cpu, rawCPU: rawCPU})
+		if err := restored("the logical restore"); err != nil {
+			return err
+		}
 	}
 
-	// Physical: mbstream and prepare from a file, then the agent's stage, commit and init's step.
-	fmt.Fprintln(os.Stderr, "physical restores ...")
-	dir := t.TempDir()
-	cpu = busyCPU()
-	extract, extractRSS, err := runFrom(rawFiles[executor.Physical], "mbstream", "-x", "-C", dir)
-	if err != nil {
-		return err
-	}
-	prepStart := time.Now()
-	prep, err := executor.Prepare(ctx, nil, mysql.MariaDB, dir, 0)
-	if err != nil {
-		return err
-	}
-	raw = extract + time.Since(prepStart)
-	rawCPU = busyCPU() - cpu
-	resetPeak()
-	start, cpu = time.Now(), busyCPU()
-	req := restoreReq(executor.Physical)
-	st, err = runRestore(ctx, client, req, agentapi.RestoreStaged)
-	if err != nil {
-		return err
-	}
-	staged := time.Since(start)
-	if _, err := client.CommitRestore(ctx, req.ID); err != nil {
-		return err
-	}
-	if err := dst.RestartOnRestore(ctx, "bench-root", 10*time.Minute); err != nil {
-		return err
-	}
-	took := time.Since(start)
-	rows = append(rows, row{what: "physical restore", data: data, stored: st.Size, took: took, raw: raw, rssMiB: peakRSSMiB(),
-		toolRSSMB: max(extractRSS, float64(prep.ToolMaxRSS)/(1<<20)), cpu: busyCPU() - cpu, rawCPU: rawCPU})
-	if err := restored("the physical restore"); err != nil {
-		return err
+	if methods[executor.Physical] {
+		// Physical: mbstream and prepare from a file, then the agent's stage, commit and init's step.
+		fmt.Fprintln(os.Stderr, "physical restores ...")
+		dir := t.TempDir()
+		cpu := busyCPU()
+		extract, extractRSS, err := runFrom(rawFiles[executor.Physical], "mbstream", "-x", "-C", dir)
+		if err != nil {
+			return err
+		}
+		prepStart := time.Now()
+		prep, err := executor.Prepare(ctx, nil, mysql.MariaDB, dir, 0)
+		if err != nil {
+			return err
+		}
+		raw := extract + time.Since(prepStart)
+		rawCPU := busyCPU() - cpu
+		resetPeak()
+		start, cpu := time.Now(), busyCPU()
+		req := restoreReq(executor.Physical)
+		st, err := runRestore(ctx, client, req, agentapi.RestoreStaged)
+		if err != nil {
+			return err
+		}
+		staged = time.Since(start)
+		if _, err := client.CommitRestore(ctx, req.ID); err != nil {
+			return err
+		}
+		if err := dst.RestartOnRestore(ctx, "bench-root", 10*time.Minute); err != nil {
+			return err
+		}
+		took := time.Since(start)
+		putInPlace = took - staged
+		rows = append(rows, row{what: "physical restore", data: data, stored: st.Size, took: took, raw: raw, rssMiB: peakRSSMiB(),
+			toolRSSMB: max(extractRSS, float64(prep.ToolMaxRSS)/(1<<20)), cpu: busyCPU() - cpu, rawCPU: rawCPU})
+		if err := restored("the physical restore"); err != nil {
+			return err
+		}
 	}
 
 	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool with a local file | time / raw | CPU s / GiB (raw) | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
@@ -216,9 +236,11 @@ func run(t *benchutil.T, size int64) error {
 			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), r.raw.Round(100*time.Millisecond),
 			r.took.Seconds()/r.raw.Seconds(), r.cpu/gib, r.rawCPU/gib, r.rssMiB, r.toolRSSMB)
 	}
-	fmt.Printf("\nrows restored: %d, twice\n", want)
-	fmt.Printf("physical restore: staged (verify, download, unpack, prepare) in %v, put in place by init (server stop, reset, swap, start) in %v\n",
-		staged.Round(100*time.Millisecond), (took - staged).Round(100*time.Millisecond))
+	fmt.Printf("\nrows restored: %d, by each restore\n", want)
+	if methods[executor.Physical] {
+		fmt.Printf("physical restore: staged (verify, download, unpack, prepare) in %v, put in place by init (server stop, reset, swap, start) in %v\n",
+			staged.Round(100*time.Millisecond), putInPlace.Round(100*time.Millisecond))
+	}
 	return nil
 }
 

@@ -14,13 +14,16 @@
 // For each cluster count it also measures the control plane's own floor: on another fresh
 // control plane it creates the same N StatefulSets (the operator's, built by the same code)
 // directly, at the same concurrency, and nothing else; "StatefulSets ready / floor" compares
-// the two.
+// the two. With -floor-objects it also creates, without the operator, every object a cluster
+// has (its Secrets, ConfigMap, StatefulSet, Services, PodDisruptionBudget and NetworkPolicy, in
+// the operator's order): what the control plane needs for the object set alone, so that the
+// rest of an operator run's time is the operator's.
 //
 // With -tls on,off it repeats each run with the clusters' TLS on (the default: the operator
 // issues a CA and a server certificate per cluster, three more Secrets) and off
 // (spec.tls.disabled), so the cost of certificates shows in the same table.
 //
-// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 0,20 [-tls on,off] [-floor=false] [-workers n] [-logs dir]   (or make bench)
+// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 0,20 [-tls on,off] [-floor=false] [-floor-objects] [-workers n] [-logs dir]   (or make bench)
 package main
 
 import (
@@ -51,19 +54,24 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/apis/mysqlop/v1alpha1"
 	"github.com/mysqlop/mysql-operator/pkg/generated/clientset/versioned"
 	mysqlinformers "github.com/mysqlop/mysql-operator/pkg/generated/informers/externalversions"
-	"github.com/mysqlop/mysql-operator/pkg/resources/statefulset"
 	"github.com/mysqlop/mysql-operator/test/framework"
 	"github.com/mysqlop/mysql-operator/test/proc"
 )
+
+// cpuProfileSeconds is how much of a run's start the operator's CPU profile (-logs) covers.
+const cpuProfileSeconds = 90
 
 // inFlight is how many creates the benchmark keeps in flight, for clusters and for the floor's
 // StatefulSets alike.
 const inFlight = 16
 
 type result struct {
-	qps      int
-	tls      bool
-	floor    bool
+	qps   int
+	tls   bool
+	floor bool
+	// objects marks a floor run that created every object of a cluster, not just the
+	// StatefulSet.
+	objects  bool
 	clusters int
 	// Times from the first create.
 	stsExist, stsReady, children, healthy time.Duration
@@ -83,7 +91,8 @@ func main() {
 	timeout := flag.Duration("timeout", 20*time.Minute, "limit for one run")
 	tlsList := flag.String("tls", "on", "comma-separated TLS settings of the clusters: on (the default spec) and/or off (spec.tls.disabled)")
 	floor := flag.Bool("floor", true, "also measure the control plane's floor: the same StatefulSets created directly")
-	logs := flag.String("logs", "", "directory to keep each run's operator log in")
+	floorObjects := flag.Bool("floor-objects", false, "also measure the floor with every object of a cluster created directly (no operator)")
+	logs := flag.String("logs", "", "directory to keep each run's operator log, API server load and the operator's heap and CPU (first 90 s) profiles in")
 	workers := flag.Int("workers", 0, "--cluster-workers of the operator (0: its default)")
 	flag.Parse()
 	var tlsModes []bool
@@ -113,7 +122,13 @@ func main() {
 		}
 		if *floor {
 			fmt.Fprintf(os.Stderr, "run: floor clusters=%d\n", n)
-			r := runFloor(n, *nodes, *timeout, *logs)
+			r := runFloor(n, *nodes, *timeout, *logs, false)
+			report(r)
+			results = append(results, r)
+		}
+		if *floorObjects {
+			fmt.Fprintf(os.Stderr, "run: floor with every object, clusters=%d\n", n)
+			r := runFloor(n, *nodes, *timeout, *logs, true)
 			report(r)
 			results = append(results, r)
 		}
@@ -130,7 +145,7 @@ func main() {
 	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	floors := map[int]time.Duration{}
 	for _, r := range results {
-		if r.floor && r.err == nil {
+		if r.floor && !r.objects && r.err == nil {
 			floors[r.clusters] = r.stsReady
 		}
 	}
@@ -152,16 +167,22 @@ func row(r result, floor time.Duration) string {
 	name := "QPS " + rate(r.qps)
 	if r.floor {
 		name = "floor: the StatefulSets alone"
+		if r.objects {
+			name = "floor: every object of a cluster, no operator"
+		}
 	}
 	if r.err != nil {
 		return fmt.Sprintf("| %s | %d | %s | failed: %v | | | | | | | | |", name, r.clusters, onOff(r.tls), r.err)
 	}
-	if r.floor {
-		return fmt.Sprintf("| %s | %d | | %.1f s | %.1f s | 1 | | | | | | |", name, r.clusters, r.stsExist.Seconds(), r.stsReady.Seconds())
-	}
 	ratio := ""
 	if floor > 0 {
 		ratio = fmt.Sprintf("%.2f", r.stsReady.Seconds()/floor.Seconds())
+	}
+	if r.floor {
+		if !r.objects {
+			ratio = "1"
+		}
+		return fmt.Sprintf("| %s | %d | | %.1f s | %.1f s | %s | | | | | | |", name, r.clusters, r.stsExist.Seconds(), r.stsReady.Seconds(), ratio)
 	}
 	return fmt.Sprintf("| %s | %d | %s | %.1f s | %.1f s | %s | %.1f s | %.1f s | %.1f s | %s | %s | %.0f MiB |", name, r.clusters, onOff(r.tls),
 		r.stsExist.Seconds(), r.stsReady.Seconds(), ratio, r.children.Seconds(), r.healthy.Seconds(), r.cpuSeconds,
@@ -223,6 +244,9 @@ type watcher struct {
 	stop                                chan struct{}
 }
 
+// watch starts the informers: StatefulSets, with children the kinds of a cluster's other
+// children too (the floor with every object watches them as an operator run does, so that
+// the benchmark's own load is the same), and with mysql the clusters.
 func watch(cp *framework.ControlPlane, mysql versioned.Interface, ns string, children bool) (*watcher, error) {
 	w := &watcher{stop: make(chan struct{})}
 	kf := kubeinformers.NewSharedInformerFactoryWithOptions(cp.Kube, 0, kubeinformers.WithNamespace(ns))
@@ -232,6 +256,8 @@ func watch(cp *framework.ControlPlane, mysql versioned.Interface, ns string, chi
 		w.configMaps = kf.Core().V1().ConfigMaps().Informer().GetIndexer()
 		w.services = kf.Core().V1().Services().Informer().GetIndexer()
 		w.pdbs = kf.Policy().V1().PodDisruptionBudgets().Informer().GetIndexer()
+	}
+	if mysql != nil {
 		mf := mysqlinformers.NewSharedInformerFactoryWithOptions(mysql, 0, mysqlinformers.WithNamespace(ns))
 		w.clusters = mf.Mysqlop().V1alpha1().MySQLClusters().Informer().GetIndexer()
 		mf.Start(w.stop)
@@ -324,29 +350,37 @@ func startRun(nodes int, timeout time.Duration) (cp *framework.ControlPlane, ctx
 	return cp, ctx, stop, nil
 }
 
-// runFloor creates the StatefulSets the operator would make for n clusters, and nothing else.
-func runFloor(n, nodes int, timeout time.Duration, logs string) (r result) {
-	r = result{floor: true, clusters: n}
+// runFloor creates the StatefulSets the operator would make for n clusters, and nothing else;
+// with objects, every object of each cluster (see clusterObjects).
+func runFloor(n, nodes int, timeout time.Duration, logs string, objects bool) (r result) {
+	r = result{floor: true, objects: objects, clusters: n}
 	cp, ctx, stop, err := startRun(nodes, timeout)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer stop()
-	w, err := watch(cp, nil, ns, false)
+	w, err := watch(cp, nil, ns, objects)
 	if err != nil {
 		r.err = err
 		return r
 	}
 	defer close(w.stop)
+	var tlsPEM tlsFiles
+	if objects {
+		if tlsPEM, err = newTLSFiles(); err != nil {
+			r.err = err
+			return r
+		}
+	}
 	start := time.Now()
 	err = createAll(n, func(i int) error {
 		c := cluster(ns, fmt.Sprintf("c%04d", i), true)
 		v1alpha1.SetClusterDefaults(c)
-		sts := statefulset.New(c, statefulset.Params{ServerImage: "mariadb:" + c.Spec.Version, AgentImage: "mysqlop/agent:bench", OperatorVersion: "bench"})
-		// No cluster exists to own it (the garbage collector would delete an orphan).
-		sts.OwnerReferences = nil
-		_, err := cp.Kube.AppsV1().StatefulSets(ns).Create(ctx, sts, metav1.CreateOptions{})
+		if objects {
+			return createObjects(ctx, cp.Kube, c, tlsPEM)
+		}
+		_, err := cp.Kube.AppsV1().StatefulSets(ns).Create(ctx, floorStatefulSet(c), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
@@ -368,7 +402,11 @@ func runFloor(n, nodes int, timeout time.Duration, logs string) (r result) {
 		}
 	}
 	if logs != "" {
-		apiserverLoad(ctx, cp, filepath.Join(logs, fmt.Sprintf("floor-n%d.apiserver", n)))
+		name := fmt.Sprintf("floor-n%d.apiserver", n)
+		if objects {
+			name = fmt.Sprintf("floor-objects-n%d.apiserver", n)
+		}
+		apiserverLoad(ctx, cp, filepath.Join(logs, name))
 	}
 	return r
 }
@@ -429,6 +467,19 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, log
 		return r
 	}
 
+	profiled := make(chan struct{})
+	if logs != "" {
+		// The operator's CPU over the busiest part of the run, for `go tool pprof`.
+		go func() {
+			defer close(profiled)
+			cpu := strings.Replace(metricsURL, "/metrics", fmt.Sprintf("/debug/pprof/profile?seconds=%d", cpuProfileSeconds), 1)
+			if err := download(ctx, cpu, strings.TrimSuffix(logPath, ".log")+".cpu"); err != nil {
+				fmt.Fprintf(os.Stderr, "  cpu profile: %v\n", err)
+			}
+		}()
+	} else {
+		close(profiled)
+	}
 	start := time.Now()
 	err = createAll(n, func(i int) error {
 		_, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, cluster(ns, fmt.Sprintf("c%04d", i), tls), metav1.CreateOptions{})
@@ -471,6 +522,7 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, log
 		if err := download(ctx, heap, strings.TrimSuffix(logPath, ".log")+".heap"); err != nil {
 			fmt.Fprintf(os.Stderr, "  heap profile: %v\n", err)
 		}
+		<-profiled
 	}
 	r.peakRSSMiB, r.err = peakRSS(cmd.Process.Pid)
 	return r
