@@ -205,6 +205,11 @@ func serve(ctx context.Context, args []string) error {
 	defer db.Close()
 	in := &mysql.Instance{DB: db, Flavor: f}
 	go agent.DropInstallerAccounts(ctx, in, 2*time.Second)
+	go func() {
+		if err := agent.RemoveReplacedDatadir(ctx, *dataDir); err != nil {
+			klog.ErrorS(err, "Old datadir left on the volume; the agent's next start tries again")
+		}
+	}()
 	if *serverTLSDir != "" {
 		go (&agent.TLSReloader{Instance: in, Dir: *serverTLSDir}).Run(ctx, 5*time.Second)
 	}

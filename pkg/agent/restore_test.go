@@ -55,6 +55,10 @@ func (r *running) newAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	// As the agent's serve does, beside the server.
+	if err := agent.RemoveReplacedDatadir(context.Background(), r.opts.DataDir); err != nil {
+		t.Fatal(err)
+	}
 	srv := agent.NewServer(&mysql.Instance{DB: db, Flavor: mysql.MariaDB}, "token")
 	srv.EnableBackups(context.Background(), agent.BackupConfig{Flavor: mysql.MariaDB, Socket: r.sock, DataDir: r.opts.DataDir,
 		User: mysql.OperatorUser, Password: r.creds[agent.FileOperatorPassword], TmpDir: t.TempDir(), Tools: mariadb.Toolbox(t)})
@@ -212,7 +216,20 @@ func TestPhysicalRestoreOnMariaDB(t *testing.T) {
 	if st := waitRestore(t, target.client, "rs-2"); st.Phase != agentapi.RestoreCommitted || st.GTID != bk.GTID {
 		t.Fatalf("the same restore staged again after an agent restart: %+v", st)
 	}
-	target.restart(t)
+	// init moves the old datadir aside and leaves deleting it to the agent, so that the
+	// restored server starts without waiting for it.
+	target.stop()
+	if err := agent.Init(context.Background(), target.opts); err != nil {
+		t.Fatalf("init after the commit: %v", err)
+	}
+	replaced := filepath.Join(filepath.Dir(target.opts.DataDir), "restore-replaced")
+	if _, err := os.Stat(filepath.Join(replaced, "shop")); err != nil {
+		t.Errorf("after init, the old datadir is not set aside whole: %v", err)
+	}
+	target.serve(t)
+	if _, err := os.Stat(replaced); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the started agent left the old datadir: %v", err)
+	}
 	if st, err := target.client.Restore(ctx, "rs-2"); err != nil || st.Phase != agentapi.RestoreApplied || st.GTID != bk.GTID {
 		t.Fatalf("applied restore, asked of the restarted agent: %+v %v", st, err)
 	}
