@@ -80,14 +80,7 @@ func (r *Reader) CloseWithError(err error) error {
 	if err == nil {
 		err = io.ErrClosedPipe
 	}
-	p := r.p
-	p.mu.Lock()
-	if p.rerr == nil {
-		p.rerr = err
-	}
-	p.readable.Broadcast()
-	p.writable.Broadcast()
-	p.mu.Unlock()
+	r.p.closeEnd(&r.p.rerr, err)
 	return nil
 }
 
@@ -144,13 +137,17 @@ func (w *Writer) CloseWithError(err error) error {
 	if err == nil {
 		err = io.EOF
 	}
-	p := w.p
+	w.p.closeEnd(&w.p.werr, err)
+	return nil
+}
+
+// closeEnd records the first close of an end (end is werr or rerr) and wakes both ends.
+func (p *pipe) closeEnd(end *error, err error) {
 	p.mu.Lock()
-	if p.werr == nil {
-		p.werr = err
+	if *end == nil {
+		*end = err
 	}
 	p.readable.Broadcast()
 	p.writable.Broadcast()
 	p.mu.Unlock()
-	return nil
 }
