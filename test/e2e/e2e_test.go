@@ -567,6 +567,17 @@ func TestUserJourneys(t *testing.T) {
 			}
 		}
 		exactly(n, members(3)...)
+		// init set each member's old datadir aside; its agent deletes it once running.
+		for _, m := range members(3) {
+			err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				out, err := lc.Kubectl(ctx, "-n", ns, "exec", m, "-c", resources.ContainerMySQL, "--", "ls", "/var/lib/mysql")
+				// "data": the volume, not some other directory.
+				return err == nil && strings.Contains(out, "data") && !strings.Contains(out, "restore-replaced"), nil
+			})
+			if err != nil {
+				t.Errorf("%s: the datadir the restore replaced is still on the volume a minute after the restart", m)
+			}
+		}
 		if statusPrimary() != primary {
 			t.Errorf("the primary moved during the restore: %s -> %s", primary, statusPrimary())
 		}
