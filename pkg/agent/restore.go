@@ -61,9 +61,9 @@ func appliedPath(dataDir string) string { return filepath.Join(filepath.Dir(data
 func replacedDir(dataDir string) string { return filepath.Join(filepath.Dir(dataDir), replacedName) }
 
 // RemoveReplacedDatadir removes the datadir a physical restore replaced, if one is left. The
-// agent runs it as it starts, beside the server: init only moves the old datadir aside, because
-// deleting it (2.4 s for 2 GiB in the backup benchmark, far longer for large datadirs) would
-// keep the restored server from starting. Until then the old files take the space they took
+// agent runs it as it starts, beside the server: init only moves the old datadir aside,
+// because deleting it (2.4 s for about 2 GiB in the backup benchmark, far longer for large
+// datadirs) would keep the restored server from starting. Until then the old files take the space they took
 // before the restore, no more.
 func RemoveReplacedDatadir(ctx context.Context, dataDir string) error {
 	dir := replacedDir(dataDir)
