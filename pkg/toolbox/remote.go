@@ -117,23 +117,8 @@ func (s stream) ReadFrom(r io.Reader) (int64, error) {
 	if f, ok := r.(syscall.Conn); ok {
 		enlargePipe(f)
 	}
-	buf := make([]byte, maxFrame)
-	var n int64
-	for {
-		k, err := r.Read(buf)
-		if k > 0 {
-			if werr := s.f.frame(s.typ, buf[:k]); werr != nil {
-				return n, werr
-			}
-			n += int64(k)
-		}
-		if err == io.EOF {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
+	// The wrappers keep io.CopyBuffer from calling back into ReadFrom (or r's WriteTo).
+	return io.CopyBuffer(struct{ io.Writer }{s}, struct{ io.Reader }{r}, make([]byte, maxFrame))
 }
 
 // toolInput is the tool's standard input as the server receives it. Its WriteTo lets exec
