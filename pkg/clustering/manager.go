@@ -17,8 +17,9 @@ type Manager struct {
 	Members  int
 	// FailoverAfter is how long the primary must fail every probe before it is failed over:
 	// at least two probes fail, and the last ends FailoverAfter (less roundJitter) or more
-	// after the first began. It is a time, not a count of steps, so that steps can come often (a dead primary
-	// is seen sooner) while a server that restarts in place within it keeps its role.
+	// after the first began. It is a time, not a count of steps, so that steps can come often
+	// (a dead primary is seen sooner) while a server that restarts in place within it keeps
+	// its role.
 	FailoverAfter time.Duration
 	// ProbeTimeout bounds reading one instance's state.
 	ProbeTimeout time.Duration
