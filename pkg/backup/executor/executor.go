@@ -9,7 +9,6 @@
 package executor
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,8 +20,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-
-	"github.com/klauspost/compress/zstd"
 
 	"github.com/mysqlop/mysql-operator/pkg/bufpipe"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
@@ -210,10 +207,11 @@ func decompressInto(ctx context.Context, tools toolbox.Runner, r io.Reader, t to
 	if err != nil {
 		return Result{}, err
 	}
-	defer d.Close()
 	var stderr tail
 	t.Stdin, t.Stderr = d, &stderr
 	rss, err := toolbox.Or(tools).Run(ctx, t)
+	// Counted once the decoder no longer reads ahead (the tool may have stopped reading).
+	d.Close()
 	res := Result{Size: counter.n, ToolMaxRSS: rss}
 	if err != nil {
 		return res, fmt.Errorf("%s failed: %w: %s", t.Name, err, stderr.String())
@@ -321,13 +319,4 @@ func (t *tail) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return strings.TrimSpace(string(t.buf[max(0, len(t.buf)-tailSize):]))
-}
-
-// Decompress returns a reader of the original stream of a backup written by Run.
-func Decompress(r io.Reader) (io.ReadCloser, error) {
-	d, err := zstd.NewReader(bufio.NewReaderSize(r, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("open zstd stream: %w", err)
-	}
-	return d.IOReadCloser(), nil
 }
