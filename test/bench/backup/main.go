@@ -14,7 +14,10 @@
 // the toolbox's relay, which a pod runs in its own container) and the tools' own maximum RSS.
 // The tools run through a toolbox server on a unix socket, as in a pod.
 //
-// Usage: go run ./test/bench/backup -size-mb 1024 [-methods logical,physical] [-cpuprofile file]   (or make bench-backup)
+// With -repeat N each operation and its raw tool run N times, one after the other, and the
+// table shows the median times (and their ratio) and the mean CPU; the samples follow it.
+//
+// Usage: go run ./test/bench/backup -size-mb 1024 [-methods logical,physical] [-repeat N] [-cpuprofile file]   (or make bench-backup)
 package main
 
 import (
@@ -27,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -52,11 +56,41 @@ type row struct {
 	// cpu and rawCPU are the machine's busy CPU seconds during the operation and the raw
 	// tool's run (/proc/stat: every process, the servers and the S3 server included).
 	cpu, rawCPU float64
+	// samples are every run's time and the raw tool's, with -repeat.
+	samples, rawSamples []time.Duration
+}
+
+// runs collects the samples of one operation and makes its row of medians.
+type runs struct {
+	took, raw   []time.Duration
+	cpu, rawCPU float64
+}
+
+func (r *runs) add(took, raw time.Duration, cpu, rawCPU float64) {
+	r.took, r.raw = append(r.took, took), append(r.raw, raw)
+	r.cpu, r.rawCPU = r.cpu+cpu, r.rawCPU+rawCPU
+}
+
+// row is the operation's row: median times, mean CPU.
+func (r *runs) row(what string, data, stored int64, rssMiB, toolRSSMB float64) row {
+	n := float64(len(r.took))
+	return row{what: what, data: data, stored: stored, took: median(r.took), raw: median(r.raw), rssMiB: rssMiB, toolRSSMB: toolRSSMB,
+		cpu: r.cpu / n, rawCPU: r.rawCPU / n, samples: r.took, rawSamples: r.raw}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func main() {
 	sizeMB := flag.Int("size-mb", 1024, "approximate size of the table to back up, in MiB")
 	methodList := flag.String("methods", "logical,physical", "comma-separated backup methods to measure (backup and restore of each)")
+	repeat := flag.Int("repeat", 1, "measure each operation and its raw tool this many times, alternately; the table shows medians")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the agent's side) over the whole run to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -79,14 +113,18 @@ func main() {
 		}
 		methods[m] = true
 	}
-	err := benchutil.Run(func(t *benchutil.T) error { return run(t, int64(*sizeMB)<<20, methods) })
+	if *repeat < 1 {
+		fmt.Fprintln(os.Stderr, "-repeat must be at least 1")
+		os.Exit(2)
+	}
+	err := benchutil.Run(func(t *benchutil.T) error { return run(t, int64(*sizeMB)<<20, methods, *repeat) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(t *benchutil.T, size int64, methods map[string]bool) error {
+func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error {
 	ctx := context.Background()
 	gw := s3.Start(t)
 	servers := mariadb.Start(t, 2, mariadb.Options{MyCnf: myCnf})
@@ -120,20 +158,24 @@ func run(t *benchutil.T, size int64, methods map[string]bool) error {
 		}
 		req := executor.Request{Flavor: mysql.MariaDB, Method: method, Socket: servers[0].Socket, DataDir: filepath.Join(servers[0].Dir, "data"),
 			User: mariadb.AdminUser, Password: mariadb.AdminPassword, TmpDir: t.TempDir(), Tools: tools}
-		raw, file, err := rawTool(ctx, t, req)
-		if err != nil {
-			return err
-		}
-		rawFiles[method] = file
+		rawFiles[method] = filepath.Join(t.TempDir(), "raw")
+		var r runs
+		var res executor.Result
 		resetPeak()
-		start, cpu := time.Now(), busyCPU()
-		res, err := executor.Run(ctx, req, func(r io.Reader) error { _, err := store.Put(ctx, method, r); return err })
-		if err != nil {
-			return err
+		for range repeat {
+			raw, err := rawTool(ctx, req, rawFiles[method])
+			if err != nil {
+				return err
+			}
+			start, cpu := time.Now(), busyCPU()
+			res, err = executor.Run(ctx, req, func(r io.Reader) error { _, err := store.Put(ctx, method, r); return err })
+			if err != nil {
+				return err
+			}
+			r.add(time.Since(start), raw.took, busyCPU()-cpu, raw.cpu)
 		}
 		stored[method] = res
-		rows = append(rows, row{what: method + " backup", data: data, stored: res.Size, took: time.Since(start), raw: raw.took,
-			rssMiB: peakRSSMiB(), toolRSSMB: float64(res.ToolMaxRSS) / (1 << 20), cpu: busyCPU() - cpu, rawCPU: raw.cpu})
+		rows = append(rows, r.row(method+" backup", data, res.Size, peakRSSMiB(), float64(res.ToolMaxRSS)/(1<<20)))
 	}
 
 	want, err := rowCount(servers[0])
@@ -156,8 +198,8 @@ func run(t *benchutil.T, size int64, methods map[string]bool) error {
 	api := httptest.NewServer(srv.Handler())
 	defer api.Close()
 	client := &agentapi.Client{BaseURL: api.URL, Token: "bench-token"}
-	restoreReq := func(method string) agentapi.BackupRequest {
-		return agentapi.BackupRequest{ID: method + "-restore", Method: method, Object: method, SHA256: stored[method].SHA256, Storage: gw.AgentConfig("bench")}
+	restoreReq := func(method string, i int) agentapi.BackupRequest {
+		return agentapi.BackupRequest{ID: fmt.Sprintf("%s-restore-%d", method, i), Method: method, Object: method, SHA256: stored[method].SHA256, Storage: gw.AgentConfig("bench")}
 	}
 
 	// The physical restore's two parts: staging, and init's step.
@@ -165,68 +207,90 @@ func run(t *benchutil.T, size int64, methods map[string]bool) error {
 	if methods[executor.Logical] {
 		// Logical: the client reading the dump from a file, then the agent, each into an empty schema.
 		fmt.Fprintln(os.Stderr, "logical restores ...")
-		cpu := busyCPU()
-		raw, rawRSS, err := runFrom(rawFiles[executor.Logical], "mariadb", "--no-defaults", "--socket="+dst.Socket, "--user=root", "--binary-mode", "--batch")
-		rawCPU := busyCPU() - cpu
-		if err != nil {
-			return err
-		}
-		if err := restored("the raw logical restore"); err != nil {
-			return err
-		}
-		if err := dst.Admin().ExecSQL(ctx, "DROP DATABASE bench"); err != nil {
-			return err
-		}
+		var r runs
+		var rawRSS float64
+		var st *agentapi.BackupState
 		resetPeak()
-		start, cpu = time.Now(), busyCPU()
-		st, err := runRestore(ctx, client, restoreReq(executor.Logical), agentapi.BackupComplete)
-		if err != nil {
-			return err
+		for i := range repeat {
+			cpu := busyCPU()
+			raw, rss, err := runFrom(rawFiles[executor.Logical], "mariadb", "--no-defaults", "--socket="+dst.Socket, "--user=root", "--binary-mode", "--batch")
+			rawCPU := busyCPU() - cpu
+			if err != nil {
+				return err
+			}
+			rawRSS = max(rawRSS, rss)
+			if err := restored("the raw logical restore"); err != nil {
+				return err
+			}
+			if err := dst.Admin().ExecSQL(ctx, "DROP DATABASE bench"); err != nil {
+				return err
+			}
+			start, cpu := time.Now(), busyCPU()
+			st, err = runRestore(ctx, client, restoreReq(executor.Logical, i), agentapi.BackupComplete)
+			if err != nil {
+				return err
+			}
+			r.add(time.Since(start), raw, busyCPU()-cpu, rawCPU)
+			if err := restored("the logical restore"); err != nil {
+				return err
+			}
+			if i < repeat-1 {
+				if err := dst.Admin().ExecSQL(ctx, "DROP DATABASE bench"); err != nil {
+					return err
+				}
+			}
 		}
-		rows = append(rows, row{what: "logical restore", data: data, stored: st.Size, took: time.Since(start), raw: raw, rssMiB: peakRSSMiB(), toolRSSMB: rawRSS,
-			cpu: busyCPU() - cpu, rawCPU: rawCPU})
-		if err := restored("the logical restore"); err != nil {
-			return err
-		}
+		rows = append(rows, r.row("logical restore", data, st.Size, peakRSSMiB(), rawRSS))
 	}
 
 	if methods[executor.Physical] {
 		// Physical: mbstream and prepare from a file, then the agent's stage, commit and init's step.
 		fmt.Fprintln(os.Stderr, "physical restores ...")
-		dir := t.TempDir()
-		cpu := busyCPU()
-		extract, extractRSS, err := runFrom(rawFiles[executor.Physical], "mbstream", "-x", "-C", dir)
-		if err != nil {
-			return err
-		}
-		prepStart := time.Now()
-		prep, err := executor.Prepare(ctx, nil, mysql.MariaDB, dir, 0)
-		if err != nil {
-			return err
-		}
-		raw := extract + time.Since(prepStart)
-		rawCPU := busyCPU() - cpu
+		var r runs
+		var toolRSS float64
+		var st *agentapi.BackupState
+		var stagedRuns, putInPlaceRuns []time.Duration
 		resetPeak()
-		start, cpu := time.Now(), busyCPU()
-		req := restoreReq(executor.Physical)
-		st, err := runRestore(ctx, client, req, agentapi.RestoreStaged)
-		if err != nil {
-			return err
+		for i := range repeat {
+			dir := t.TempDir()
+			cpu := busyCPU()
+			extract, extractRSS, err := runFrom(rawFiles[executor.Physical], "mbstream", "-x", "-C", dir)
+			if err != nil {
+				return err
+			}
+			prepStart := time.Now()
+			prep, err := executor.Prepare(ctx, nil, mysql.MariaDB, dir, 0)
+			if err != nil {
+				return err
+			}
+			raw := extract + time.Since(prepStart)
+			rawCPU := busyCPU() - cpu
+			toolRSS = max(toolRSS, extractRSS, float64(prep.ToolMaxRSS)/(1<<20))
+			if err := os.RemoveAll(dir); err != nil {
+				return err
+			}
+			start, cpu := time.Now(), busyCPU()
+			req := restoreReq(executor.Physical, i)
+			st, err = runRestore(ctx, client, req, agentapi.RestoreStaged)
+			if err != nil {
+				return err
+			}
+			staged := time.Since(start)
+			if _, err := client.CommitRestore(ctx, req.ID); err != nil {
+				return err
+			}
+			if err := dst.RestartOnRestore(ctx, "bench-root", 10*time.Minute); err != nil {
+				return err
+			}
+			took := time.Since(start)
+			r.add(took, raw, busyCPU()-cpu, rawCPU)
+			stagedRuns, putInPlaceRuns = append(stagedRuns, staged), append(putInPlaceRuns, took-staged)
+			if err := restored("the physical restore"); err != nil {
+				return err
+			}
 		}
-		staged = time.Since(start)
-		if _, err := client.CommitRestore(ctx, req.ID); err != nil {
-			return err
-		}
-		if err := dst.RestartOnRestore(ctx, "bench-root", 10*time.Minute); err != nil {
-			return err
-		}
-		took := time.Since(start)
-		putInPlace = took - staged
-		rows = append(rows, row{what: "physical restore", data: data, stored: st.Size, took: took, raw: raw, rssMiB: peakRSSMiB(),
-			toolRSSMB: max(extractRSS, float64(prep.ToolMaxRSS)/(1<<20)), cpu: busyCPU() - cpu, rawCPU: rawCPU})
-		if err := restored("the physical restore"); err != nil {
-			return err
-		}
+		staged, putInPlace = median(stagedRuns), median(putInPlaceRuns)
+		rows = append(rows, r.row("physical restore", data, st.Size, peakRSSMiB(), toolRSS))
 	}
 
 	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool with a local file | time / raw | CPU s / GiB (raw) | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
@@ -235,6 +299,16 @@ func run(t *benchutil.T, size int64, methods map[string]bool) error {
 		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %v | %.2f | %.1f (%.1f) | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
 			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), r.raw.Round(100*time.Millisecond),
 			r.took.Seconds()/r.raw.Seconds(), r.cpu/gib, r.rawCPU/gib, r.rssMiB, r.toolRSSMB)
+	}
+	if repeat > 1 {
+		fmt.Printf("\nsamples (time, raw tool):\n")
+		for _, r := range rows {
+			var b strings.Builder
+			for i := range r.samples {
+				fmt.Fprintf(&b, " %v (%v)", r.samples[i].Round(100*time.Millisecond), r.rawSamples[i].Round(100*time.Millisecond))
+			}
+			fmt.Printf("- %s:%s\n", r.what, b.String())
+		}
 	}
 	fmt.Printf("\nrows restored: %d, by each restore\n", want)
 	if methods[executor.Physical] {
@@ -301,34 +375,33 @@ func runFrom(file, name string, args ...string) (time.Duration, float64, error) 
 	return took, rss, nil
 }
 
-// rawTool runs the executor's backup command alone, its output to a local file without
-// compression, and returns how long it took (the baseline of the table's ratio) and the file
-// (the restores' baseline reads it).
 // rawRun is a raw tool's run: its time and the machine's busy CPU seconds meanwhile.
 type rawRun struct {
 	took time.Duration
 	cpu  float64
 }
 
-func rawTool(ctx context.Context, t *benchutil.T, req executor.Request) (rawRun, string, error) {
+// rawTool runs the executor's backup command alone, its output to file (replaced) without
+// compression, and returns how long it took: the baseline of the table's ratio. The restores'
+// baseline reads the file.
+func rawTool(ctx context.Context, req executor.Request, file string) (rawRun, error) {
 	cmd, cleanup, err := executor.BackupCommand(ctx, req)
 	if err != nil {
-		return rawRun{}, "", err
+		return rawRun{}, err
 	}
 	defer cleanup()
-	file := filepath.Join(t.TempDir(), "raw")
 	out, err := os.Create(file)
 	if err != nil {
-		return rawRun{}, "", err
+		return rawRun{}, err
 	}
 	defer out.Close()
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = out, &stderr
 	start, cpu := time.Now(), busyCPU()
 	if err := cmd.Run(); err != nil {
-		return rawRun{}, "", fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
+		return rawRun{}, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
 	}
-	return rawRun{took: time.Since(start), cpu: busyCPU() - cpu}, file, nil
+	return rawRun{took: time.Since(start), cpu: busyCPU() - cpu}, nil
 }
 
 // randomHex is 896 characters of random hex per row: it compresses to about half, like text
