@@ -107,18 +107,49 @@ type stream struct {
 	typ byte
 }
 
+// fillWait is how long the relay lets a tool fill its pipe after a short read. A dump writes
+// its output 4 KiB at a time, slower than the relay reads it: read at once, each write made a
+// frame, and every stage after it woke up for it (43,057 reads for a 236 MiB dump). Waiting
+// 1 ms made 2,244 reads of it, and halved the agent's and the relay's CPU (2.0-2.5 s -> 0.9-1.1
+// s for that dump). The pipe holds a whole frame, so a tool writing less than 1 GB/s never
+// blocks on it meanwhile.
+var fillWait = time.Millisecond
+
+// sleep is time.Sleep, replaced in tests.
+var sleep = time.Sleep
+
 // ReadFrom implements io.ReaderFrom: exec copies a tool's output into the stream through it,
 // and the client its input. It reads up to maxFrame at a time, from a pipe enlarged to match,
 // instead of io.Copy's 32 KiB from a 64 KiB pipe: fewer system calls and switches between the
 // tool and the relay (1 GiB of cat through the relay: 0.59 s instead of 0.72 s on 2 cores).
+// After a short read from a pipe it waits fillWait for the tool to write more.
 func (s stream) ReadFrom(r io.Reader) (int64, error) {
 	// exec hands over its pipe's *os.File wrapped (without WriteTo), which still has
-	// SyscallConn.
-	if f, ok := r.(syscall.Conn); ok {
+	// SyscallConn. Other readers (the client's input) are not waited for: what they have not
+	// returned yet does not pile up in a kernel buffer meanwhile.
+	f, isPipe := r.(syscall.Conn)
+	if isPipe {
 		enlargePipe(f)
 	}
-	// The wrappers keep io.CopyBuffer from calling back into ReadFrom (or r's WriteTo).
-	return io.CopyBuffer(struct{ io.Writer }{s}, struct{ io.Reader }{r}, make([]byte, maxFrame))
+	buf := make([]byte, maxFrame)
+	var n int64
+	for {
+		m, err := r.Read(buf)
+		if m > 0 {
+			if werr := s.f.frame(s.typ, buf[:m]); werr != nil {
+				return n, werr
+			}
+			n += int64(m)
+		}
+		switch {
+		case err == io.EOF:
+			return n, nil
+		case err != nil:
+			return n, err
+		case isPipe && m < maxFrame/4:
+			sleep(fillWait)
+		}
+	}
 }
 
 // toolInput is the tool's standard input as the server receives it. Its WriteTo lets exec
