@@ -19,7 +19,7 @@ const segmentSize = 2 << 20
 // at a time: on the benchmark's 1 GiB that one core was the backup's slowest stage.
 // Memory: (workers + 1) × 2 segments, whatever the size of src.
 func compress(dst io.Writer, src io.Reader) error {
-	workers := min(max(runtime.GOMAXPROCS(0), 1), 4)
+	workers := frameWorkers()
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(workers))
 	if err != nil {
 		return err
@@ -94,6 +94,10 @@ func compress(dst io.Writer, src io.Reader) error {
 	}
 	return nil
 }
+
+// frameWorkers is how many frames compress and Decompress work on at once: one per core the
+// process may use, at most 4.
+func frameWorkers() int { return min(max(runtime.GOMAXPROCS(0), 1), 4) }
 
 // errStopped ends reading once writing failed; the write's error is the one returned.
 var errStopped = errors.New("stopped")

@@ -13,15 +13,7 @@ import (
 func TestCompressRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, size := range []int{0, 1, segmentSize - 1, segmentSize, segmentSize + 1, 7*segmentSize/2 + 3} {
-		// Half random letters, half repeats: something for both of zstd's stages to do.
-		in := make([]byte, size)
-		for i := range in {
-			if i%2048 < 1024 {
-				in[i] = 'a' + byte(rng.IntN(26))
-			} else {
-				in[i] = in[i-1024]
-			}
-		}
+		in := testInput(size, 5)
 		var out bytes.Buffer
 		// Short reads, as from a pipe: a segment fills across many.
 		if err := compress(&out, &shortReader{r: bytes.NewReader(in), rng: rng}); err != nil {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -25,7 +24,7 @@ const maxParallelFrame = 4 * segmentSize
 // slower than the tool it feeds. Memory: (workers + 2) frames, whatever the stream's size.
 // Close waits until the stream is no longer read.
 func Decompress(r io.Reader) (io.ReadCloser, error) {
-	workers := min(max(runtime.GOMAXPROCS(0), 1), 4)
+	workers := frameWorkers()
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(workers), zstd.WithDecoderMaxMemory(maxParallelFrame))
 	if err != nil {
 		return nil, fmt.Errorf("open zstd stream: %w", err)
@@ -220,11 +219,13 @@ func (d *frameDecoder) next() error {
 	if f.err != nil {
 		return f.err
 	}
-	in := io.Reader(bytes.NewReader(f.in))
-	if f.rest != nil {
-		in, d.rest = f.rest, true
-	}
 	if f.streamed || f.rest != nil {
+		in := f.rest
+		if in == nil {
+			in = bytes.NewReader(f.in)
+		} else {
+			d.rest = true
+		}
 		s, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(1))
 		if err != nil {
 			return fmt.Errorf("open zstd stream: %w", err)
