@@ -20,7 +20,13 @@ const segmentSize = 2 << 20
 // Memory: (workers + 1) × 2 segments, whatever the size of src.
 func compress(dst io.Writer, src io.Reader) error {
 	workers := frameWorkers()
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(workers))
+	// All literals entropy-coded: at the fastest level a block in which no match is found is
+	// otherwise stored as it is, and text without repeats (hex, base64, numbers) then does not
+	// compress at all. BenchmarkCompress on 2 cores: hex text 0.5 of its size at 0.7-0.9 GB/s
+	// (without: 1.0 at 1.6-3.1 GB/s); random bytes stay as they are at 1.6-1.9 GB/s (3.5 GB/s
+	// without), still faster than a dump tool writes.
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(workers),
+		zstd.WithAllLitEntropyCompression(true))
 	if err != nil {
 		return err
 	}
