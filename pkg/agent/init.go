@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/klog/v2"
@@ -261,8 +262,8 @@ type tempServer struct {
 
 // startTempServer starts the server on dataDir without networking and connects as root over
 // its socket. One connection serves everything: after root's password is set, a new
-// connection as root without it would be refused, and SHUTDOWN must run on the old one. args
-// are added to the server's command line (--skip-grant-tables for a restored datadir).
+// connection as root without it would be refused. args are added to the server's command line
+// (--skip-grant-tables for a restored datadir).
 func startTempServer(ctx context.Context, o InitOptions, cnf, dataDir string, args ...string) (*tempServer, error) {
 	timeout := o.Timeout
 	if timeout <= 0 {
@@ -277,6 +278,7 @@ func startTempServer(ctx context.Context, o InitOptions, cnf, dataDir string, ar
 	}
 	cmdArgs := append([]string{"--defaults-file=" + cnf, "--datadir=" + dataDir,
 		"--skip-networking", "--socket=" + sock, "--skip-slave-start"}, extra...)
+	cmdArgs = append(cmdArgs, tempServerCaches...)
 	cmdArgs = append(append(cmdArgs, args...), o.userArgs()...)
 	srv := &tempServer{ctx: ctx, cancel: cancel, proc: exec.Command(bin, cmdArgs...), exited: make(chan error, 1),
 		logPath: filepath.Join(dataDir, "init-server.log")}
@@ -313,10 +315,23 @@ func startTempServer(ctx context.Context, o InitOptions, cnf, dataDir string, ar
 		case <-ctx.Done():
 			srv.kill()
 			return nil, fmt.Errorf("init server not up: %w", ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(tempServerPoll):
 		}
 	}
 }
+
+// tempServerPoll is how often startTempServer tries the socket: a restore's downtime waits
+// for it, and the server is up within some 300 ms.
+const tempServerPoll = 10 * time.Millisecond
+
+// tempServerCaches override my.cnf for the temporary server, which only runs a few
+// statements. The MyISAM key cache and Aria's page cache are set up during start-up (some
+// 90 ms here for both at their 128 MiB defaults). Loading the buffer pool's dump (which a
+// restored datadir may bring from its source) would compete for the disk for nothing, and
+// dumping it at shutdown would overwrite that file with this server's few pages, which the
+// real server then loads instead. loose_: MySQL has no Aria.
+var tempServerCaches = []string{"--key-buffer-size=1M", "--loose-aria-pagecache-buffer-size=1M",
+	"--innodb-buffer-pool-load-at-startup=OFF", "--innodb-buffer-pool-dump-at-shutdown=OFF"}
 
 // kill stops the server at once (after a failure).
 func (s *tempServer) kill() {
@@ -326,18 +341,20 @@ func (s *tempServer) kill() {
 	s.cancel()
 }
 
-// shutdown stops the server cleanly and removes its log.
+// shutdown stops the server cleanly and removes its log. SIGTERM is the server's clean
+// shutdown, as the SHUTDOWN statement is, and MariaDB 10.11 exits some 120 ms sooner on it.
+// A server that exits with an error or on a signal did not shut down cleanly: its log stays.
 func (s *tempServer) shutdown() error {
 	defer s.cancel()
-	defer s.in.DB.Close()
-	if _, err := s.in.DB.ExecContext(s.ctx, "SHUTDOWN"); err != nil {
+	s.in.DB.Close()
+	if err := s.proc.Process.Signal(syscall.SIGTERM); err != nil {
 		_ = s.proc.Process.Kill()
 	}
 	select {
 	case err := <-s.exited:
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			return fmt.Errorf("stop init server: %w", err)
+		if err != nil {
+			b, _ := os.ReadFile(s.logPath)
+			return fmt.Errorf("stop init server: %w: %s", err, tail(b, 2000))
 		}
 	case <-time.After(60 * time.Second):
 		_ = s.proc.Process.Kill()
