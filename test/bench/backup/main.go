@@ -203,7 +203,7 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 	}
 
 	// The physical restore's two parts: staging, and init's step.
-	var staged, putInPlace time.Duration
+	var staged, putInPlace, rawExtract, rawPrepare time.Duration
 	if methods[executor.Logical] {
 		// Logical: the client reading the dump from a file, then the agent, each into an empty schema.
 		fmt.Fprintln(os.Stderr, "logical restores ...")
@@ -249,7 +249,7 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 		var r runs
 		var toolRSS float64
 		var st *agentapi.BackupState
-		var stagedRuns, putInPlaceRuns []time.Duration
+		var stagedRuns, putInPlaceRuns, extractRuns, prepareRuns []time.Duration
 		resetPeak()
 		for i := range repeat {
 			dir := t.TempDir()
@@ -264,6 +264,7 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 				return err
 			}
 			raw := extract + time.Since(prepStart)
+			extractRuns, prepareRuns = append(extractRuns, extract), append(prepareRuns, raw-extract)
 			rawCPU := busyCPU() - cpu
 			toolRSS = max(toolRSS, extractRSS, float64(prep.ToolMaxRSS)/(1<<20))
 			if err := os.RemoveAll(dir); err != nil {
@@ -288,8 +289,14 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 			if err := restored("the physical restore"); err != nil {
 				return err
 			}
+			// As a pod's agent does once the server runs: else the next restore's init
+			// step would delete this one's old datadir, which init leaves aside.
+			if err := agent.RemoveReplacedDatadir(ctx, dst.DataDir()); err != nil {
+				return err
+			}
 		}
 		staged, putInPlace = median(stagedRuns), median(putInPlaceRuns)
+		rawExtract, rawPrepare = median(extractRuns), median(prepareRuns)
 		rows = append(rows, r.row("physical restore", data, st.Size, peakRSSMiB(), toolRSS))
 	}
 
@@ -312,8 +319,8 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 	}
 	fmt.Printf("\nrows restored: %d, by each restore\n", want)
 	if methods[executor.Physical] {
-		fmt.Printf("physical restore: staged (verify, download, unpack, prepare) in %v, put in place by init (server stop, reset, swap, start) in %v\n",
-			staged.Round(100*time.Millisecond), putInPlace.Round(100*time.Millisecond))
+		fmt.Printf("physical restore: staged (verify, download, unpack, prepare) in %v, put in place by init (server stop, reset, swap, start) in %v; the raw tools: unpack %v, prepare %v\n",
+			staged.Round(100*time.Millisecond), putInPlace.Round(100*time.Millisecond), rawExtract.Round(100*time.Millisecond), rawPrepare.Round(100*time.Millisecond))
 	}
 	return nil
 }
