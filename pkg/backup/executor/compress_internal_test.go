@@ -55,12 +55,7 @@ func TestCompressTextWithoutMatches(t *testing.T) {
 	if ratio := float64(len(out)) / float64(len(in)); ratio > 0.6 {
 		t.Fatalf("hex text compressed to %.2f of its size, want at most 0.6 (four bits of eight are information)", ratio)
 	}
-	d, err := Decompress(bytes.NewReader(out))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	got, err := io.ReadAll(d)
+	got, _, err := decompressAll(t, out, false)
 	if err != nil {
 		t.Fatal(err)
 	}
