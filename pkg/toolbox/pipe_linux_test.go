@@ -52,19 +52,7 @@ func TestOutputPipeIsEnlarged(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	r := newFrameReader(nil)
-	r.r.Reset(&conn)
-	var got []byte
-	for {
-		typ, p, err := r.read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil || typ != frameStdout {
-			t.Fatalf("frame %q: %v", typ, err)
-		}
-		got = append(got, p...)
-	}
+	_, got := readStdout(t, &conn)
 	if !bytes.Equal(got, payload) {
 		t.Fatalf("relayed %d bytes, want the %d written", len(got), len(payload))
 	}

@@ -19,12 +19,7 @@ func TestCompressRoundTrip(t *testing.T) {
 		if err := compress(&out, &shortReader{r: bytes.NewReader(in), rng: rng}); err != nil {
 			t.Fatalf("size %d: compress: %v", size, err)
 		}
-		d, err := Decompress(&out)
-		if err != nil {
-			t.Fatalf("size %d: %v", size, err)
-		}
-		got, err := io.ReadAll(d)
-		d.Close()
+		got, _, err := decompressAll(t, out.Bytes(), false)
 		if err != nil {
 			t.Fatalf("size %d: decompress: %v", size, err)
 		}
