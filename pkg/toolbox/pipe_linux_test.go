@@ -58,9 +58,9 @@ func TestOutputPipeIsEnlarged(t *testing.T) {
 	}
 }
 
-// TestShortReadsWaitForThePipe: after a short read of a tool's pipe the relay waits for the
-// tool to write more, and sends what it wrote meanwhile in one frame; after a full read it
-// reads on at once, and it never waits for a reader that is not a pipe.
+// TestShortReadsWaitForThePipe: after a small read of a tool's pipe the relay waits for the
+// tool to write more, and sends what it wrote meanwhile in one frame; after a full or a large
+// read it reads on at once, and it never waits for a reader that is not a pipe.
 func TestShortReadsWaitForThePipe(t *testing.T) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -71,9 +71,9 @@ func TestShortReadsWaitForThePipe(t *testing.T) {
 	watchdog := time.AfterFunc(10*time.Second, func() { pw.Close() })
 	defer watchdog.Stop()
 	chunk := bytes.Repeat([]byte("d"), 4<<10)
-	// The tool writes a chunk. During the relay's first wait it writes 32 more, as a dump
+	// The tool writes a chunk. During the relay's first wait it writes 8 more, as a dump
 	// does meanwhile; during the second a full frame and 3 chunks, and ends.
-	plan := [][]byte{bytes.Repeat(chunk, 32), append(bytes.Repeat([]byte("f"), maxFrame), bytes.Repeat(chunk, 3)...)}
+	plan := [][]byte{bytes.Repeat(chunk, 8), append(bytes.Repeat([]byte("f"), maxFrame), bytes.Repeat(chunk, 3)...)}
 	want := slices.Concat(append([][]byte{chunk}, plan...)...)
 	waits := 0
 	defer func(s func(time.Duration)) { sleep = s }(sleep)
@@ -113,12 +113,33 @@ func TestShortReadsWaitForThePipe(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatalf("relayed %d bytes, want the %d written", len(got), len(want))
 	}
-	// chunk | 32 chunks | full frame | 3 chunks (a read may stop short of a write's end).
+	// chunk | 8 chunks | full frame | 3 chunks (a read may stop short of a write's end).
 	if frames > 5 {
 		t.Errorf("%d frames, want the chunks written during each wait in one", frames)
 	}
 	if waits < 2 || waits > 4 {
 		t.Errorf("waited %d times, want only after the short reads", waits)
+	}
+
+	// A large read short of a frame: a fast tool is not waited for.
+	pr, pw, err = os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	if _, err := pw.Write(bytes.Repeat(chunk, smallRead/len(chunk))); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	waits, conn = 0, bytes.Buffer{}
+	if _, err := s.ReadFrom(struct {
+		io.Reader
+		syscall.Conn
+	}{pr, pr}); err != nil {
+		t.Fatal(err)
+	}
+	if waits != 0 {
+		t.Errorf("waited %d times after a read of %d bytes", waits, smallRead)
 	}
 
 	// Not a pipe: short reads are not waited for.

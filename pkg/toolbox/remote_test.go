@@ -18,7 +18,23 @@ import (
 )
 
 // serve starts a toolbox server allowing the given tools and returns its client.
-func serve(t *testing.T, allowed ...string) toolbox.Client {
+func serve(t testing.TB, allowed ...string) toolbox.Client {
+	t.Helper()
+	return serveWith(t, &toolbox.Server{Allowed: allowed})
+}
+
+// toolboxes returns clients of a current toolbox, which takes the tool's pipes, and of one
+// that predates piped runs, to which the client relays the tool's streams.
+func toolboxes(t testing.TB, allowed ...string) map[string]toolbox.Client {
+	t.Helper()
+	return map[string]toolbox.Client{
+		"piped":                    serve(t, allowed...),
+		"relayed-to-older-toolbox": serveWith(t, toolbox.RelayedOnly(&toolbox.Server{Allowed: allowed})),
+	}
+}
+
+// serveWith starts s and returns its client.
+func serveWith(t testing.TB, s *toolbox.Server) toolbox.Client {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "toolbox-test-")
 	if err != nil {
@@ -34,7 +50,7 @@ func serve(t *testing.T, allowed ...string) toolbox.Client {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- (&toolbox.Server{Allowed: allowed}).Serve(ctx, l) }()
+	go func() { done <- s.Serve(ctx, l) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -48,12 +64,15 @@ func serve(t *testing.T, allowed ...string) toolbox.Client {
 // Standard input, output and error cross the socket whole, in both directions at once, and
 // the peak memory of the tool comes back.
 func TestClientStreamsLikeALocalRun(t *testing.T) {
-	c := serve(t, "sh")
 	in := make([]byte, 8<<20)
 	if _, err := rand.Read(in); err != nil {
 		t.Fatal(err)
 	}
-	for name, r := range map[string]toolbox.Runner{"local": toolbox.Local{}, "toolbox": c} {
+	runners := map[string]toolbox.Runner{"local": toolbox.Local{}}
+	for name, c := range toolboxes(t, "sh") {
+		runners[name] = c
+	}
+	for name, r := range runners {
 		var out, errOut bytes.Buffer
 		rss, err := r.Run(context.Background(), toolbox.Tool{Name: "sh", Args: []string{"-c", "echo started >&2; cat; echo done >&2"},
 			Stdin: bytes.NewReader(in), Stdout: &out, Stderr: &errOut})
@@ -64,22 +83,28 @@ func TestClientStreamsLikeALocalRun(t *testing.T) {
 }
 
 func TestFailuresAreErrors(t *testing.T) {
-	c := serve(t, "sh")
 	ctx := context.Background()
-	var errOut bytes.Buffer
-	_, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: []string{"-c", "echo oops >&2; exit 3"}, Stderr: &errOut})
-	if err == nil || err.Error() != "exit status 3" || errOut.String() != "oops\n" {
-		t.Errorf("failing tool: %v, stderr %q", err, errOut.String())
+	for name, c := range toolboxes(t, "sh") {
+		var errOut bytes.Buffer
+		_, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: []string{"-c", "echo oops >&2; exit 3"}, Stderr: &errOut})
+		if err == nil || err.Error() != "exit status 3" || errOut.String() != "oops\n" {
+			t.Errorf("%s: failing tool: %v, stderr %q", name, err, errOut.String())
+		}
+		// A tool that stops reading early: its exit decides, not the rest of its input.
+		_, err = c.Run(ctx, toolbox.Tool{Name: "sh", Args: []string{"-c", "head -c 1 >/dev/null"}, Stdin: bytes.NewReader(make([]byte, 8<<20))})
+		if err != nil {
+			t.Errorf("%s: a tool that read part of its input and succeeded: %v", name, err)
+		}
+		marker := filepath.Join(t.TempDir(), "ran")
+		_, err = c.Run(ctx, toolbox.Tool{Name: "touch", Args: []string{marker}})
+		if err == nil || !strings.Contains(err.Error(), `"touch" is not allowed`) {
+			t.Errorf("%s: a tool off the list: %v", name, err)
+		}
+		if _, statErr := os.Stat(marker); statErr == nil {
+			t.Errorf("%s: a tool off the list ran", name)
+		}
 	}
-	marker := filepath.Join(t.TempDir(), "ran")
-	_, err = c.Run(ctx, toolbox.Tool{Name: "touch", Args: []string{marker}})
-	if err == nil || !strings.Contains(err.Error(), `"touch" is not allowed`) {
-		t.Errorf("a tool off the list: %v", err)
-	}
-	if _, statErr := os.Stat(marker); statErr == nil {
-		t.Error("a tool off the list ran")
-	}
-	_, err = (toolbox.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}).Run(ctx, toolbox.Tool{Name: "sh"})
+	_, err := (toolbox.Client{Socket: filepath.Join(t.TempDir(), "none.sock")}).Run(ctx, toolbox.Tool{Name: "sh"})
 	if err == nil || !strings.Contains(err.Error(), "reach the toolbox container") {
 		t.Errorf("no server: %v", err)
 	}
@@ -109,7 +134,12 @@ func waitGone(t *testing.T, file string) {
 // A caller that gives up (cancelled, its output refused, its input broken) kills the tool in
 // the toolbox, and the tool's half-read input never counts as success.
 func TestAbandonedToolsAreKilled(t *testing.T) {
-	c := serve(t, "sh")
+	for name, c := range toolboxes(t, "sh") {
+		t.Run(name, func(t *testing.T) { testAbandonedToolsAreKilled(t, c) })
+	}
+}
+
+func testAbandonedToolsAreKilled(t *testing.T, c toolbox.Client) {
 	dir := t.TempDir()
 	script := func(pidFile, rest string) []string { return []string{"-c", "echo $$ > " + pidFile + "; exec " + rest} }
 
@@ -164,4 +194,72 @@ func (f failingReader) Read([]byte) (int, error) {
 		}
 	}
 	return 0, f.err
+}
+
+// recordingRunner runs tools locally and records what their standard streams were.
+type recordingRunner struct{ stdin, stdout []any }
+
+func (r *recordingRunner) Run(ctx context.Context, t toolbox.Tool) (int64, error) {
+	r.stdin, r.stdout = append(r.stdin, t.Stdin), append(r.stdout, t.Stdout)
+	return toolbox.Local{}.Run(ctx, t)
+}
+
+// A current toolbox gives the tool the client's pipes as its standard input and output (exec
+// then connects them directly, with no copy in the toolbox); an older one relays them.
+func TestToolsGetTheClientsPipes(t *testing.T) {
+	for _, relayed := range []bool{false, true} {
+		rec := &recordingRunner{}
+		s := &toolbox.Server{Allowed: []string{"sh"}, Runner: rec}
+		if relayed {
+			s = toolbox.RelayedOnly(s)
+		}
+		c := serveWith(t, s)
+		var out bytes.Buffer
+		if _, err := c.Run(context.Background(), toolbox.Tool{Name: "sh", Args: []string{"-c", "cat"}, Stdin: strings.NewReader("x"), Stdout: &out}); err != nil || out.String() != "x" {
+			t.Fatalf("relayed %v: %q, %v", relayed, out.String(), err)
+		}
+		if len(rec.stdin) != 1 {
+			t.Fatalf("relayed %v: %d runs, want 1", relayed, len(rec.stdin))
+		}
+		_, inFile := rec.stdin[0].(*os.File)
+		_, outFile := rec.stdout[0].(*os.File)
+		if inFile == relayed || outFile == relayed {
+			t.Errorf("relayed %v: the tool's input is a file: %v, its output: %v", relayed, inFile, outFile)
+		}
+	}
+}
+
+// BenchmarkRun passes 64 MiB through cat: run locally, piped through a toolbox, and relayed
+// by an older one. cpu-ms/op is the CPU of all processes involved.
+func BenchmarkRun(b *testing.B) {
+	in := bytes.Repeat([]byte("0123456789abcdef"), 4<<20)
+	runners := map[string]toolbox.Runner{"local": toolbox.Local{}}
+	for name, c := range toolboxes(b, "cat") {
+		runners[name] = c
+	}
+	for _, name := range []string{"local", "piped", "relayed-to-older-toolbox"} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			start := cpuTime()
+			for b.Loop() {
+				if _, err := runners[name].Run(context.Background(), toolbox.Tool{Name: "cat", Stdin: bytes.NewReader(in), Stdout: io.Discard}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-start).Milliseconds())/float64(b.N), "cpu-ms/op")
+		})
+	}
+}
+
+// cpuTime is the CPU time of this process (client and toolbox here) and its waited-for
+// children (the tools).
+func cpuTime() time.Duration {
+	var total time.Duration
+	for _, who := range []int{syscall.RUSAGE_SELF, syscall.RUSAGE_CHILDREN} {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(who, &ru); err == nil {
+			total += time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		}
+	}
+	return total
 }
