@@ -5,8 +5,10 @@
 // image, at versions that match the server (a physical backup tool refuses another server
 // series). A pod therefore runs a toolbox container from the server image (`mysql-agent
 // toolbox`), which executes the tools the agent asks for over a unix socket in a volume both
-// containers mount, streaming standard input, output and error. Tests and local runs, where
-// the tools are on the agent's own PATH, use Local.
+// containers mount. The agent passes the pipes of a tool's standard input and output on the
+// socket, so that their bytes go between the tool and the agent without a copy in between;
+// standard error and the exit come back in frames (pipes.go). Tests and local runs, where the
+// tools are on the agent's own PATH, use Local.
 //
 // Invariants:
 //   - Only the tools in the server's allow-list run; anything else is refused.
@@ -14,7 +16,9 @@
 //     private volume, so nothing secret crosses the socket.
 //   - A caller that goes away (context cancelled, connection closed) kills its tool.
 //   - The protocol is versioned by its frame types and stays backward compatible: after an
-//     operator upgrade a new agent talks to the toolbox binary the pod started with.
+//     operator upgrade a new agent talks to the toolbox binary the pod started with. A toolbox
+//     that predates piped runs refuses their header, and the client relays the tool's streams
+//     in frames instead; it reads none of the tool's input before a piped run is accepted.
 package toolbox
 
 import (

@@ -315,10 +315,10 @@ func TestUserJourneys(t *testing.T) {
 				t.Fatalf("%s backup: %+v", method, b.Status)
 			}
 			// The tool ran in the member's toolbox container (the server image's tools), not
-			// in the agent's.
+			// in the agent's, on the pipes the agent passed it.
 			tool := map[v1alpha1.BackupMethod]string{v1alpha1.BackupLogical: "mariadb-dump", v1alpha1.BackupPhysical: "mariadb-backup"}[method]
-			if log := lc.Log(pod(t, b.Status.Member), resources.ContainerToolbox); !strings.Contains(log, `tool="`+tool+`"`) {
-				t.Fatalf("%s backup on %s: the toolbox container did not run %s; its log:\n%s", method, b.Status.Member, tool, log)
+			if log := lc.Log(pod(t, b.Status.Member), resources.ContainerToolbox); !strings.Contains(log, `tool="`+tool+`" piped=true`) {
+				t.Fatalf("%s backup on %s: the toolbox container did not run %s on the agent's pipes; its log:\n%s", method, b.Status.Member, tool, log)
 			}
 			return b
 		}
