@@ -263,3 +263,28 @@ func cpuTime() time.Duration {
 	}
 	return total
 }
+
+// Two tools at once, the output of one the input of the other through the client (as a
+// point-in-time replay runs the binlog tool and the client): each tool holds only its own
+// pipes, so each stream ends when its tool does. A pipe end that leaked into the other tool
+// would hold its stream open, and the pair would wait on each other until the deadline.
+func TestToolsAtOnceHoldOnlyTheirOwnPipes(t *testing.T) {
+	for name, c := range toolboxes(t, "sh") {
+		for i := range 20 {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			pr, pw := io.Pipe()
+			first := make(chan error, 1)
+			go func() {
+				_, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: []string{"-c", "head -c 1000000 /dev/zero"}, Stdout: pw})
+				pw.CloseWithError(err)
+				first <- err
+			}()
+			var out bytes.Buffer
+			_, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: []string{"-c", "wc -c"}, Stdin: pr, Stdout: &out})
+			if ferr := <-first; ferr != nil || err != nil || strings.TrimSpace(out.String()) != "1000000" {
+				t.Fatalf("%s, run %d: first %v, second %v, counted %q", name, i, ferr, err, out.String())
+			}
+			cancel()
+		}
+	}
+}
