@@ -122,20 +122,20 @@ func TestShortReadsWaitForThePipe(t *testing.T) {
 	}
 
 	// A large read short of a frame: a fast tool is not waited for.
-	pr, pw, err = os.Pipe()
+	fastR, fastW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pr.Close()
-	if _, err := pw.Write(bytes.Repeat(chunk, smallRead/len(chunk))); err != nil {
+	defer fastR.Close()
+	if _, err := fastW.Write(bytes.Repeat(chunk, smallRead/len(chunk))); err != nil {
 		t.Fatal(err)
 	}
-	pw.Close()
+	fastW.Close()
 	waits, conn = 0, bytes.Buffer{}
 	if _, err := s.ReadFrom(struct {
 		io.Reader
 		syscall.Conn
-	}{pr, pr}); err != nil {
+	}{fastR, fastR}); err != nil {
 		t.Fatal(err)
 	}
 	if waits != 0 {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	core "k8s.io/client-go/testing"
@@ -75,6 +76,7 @@ func newFixture(t *testing.T, cfg Config, objs ...runtime.Object) *fixture {
 
 func startFixture(t *testing.T, cfg Config, kube *kubefake.Clientset, mysql *mysqlfake.Clientset) *fixture {
 	t.Helper()
+	copyingWatches(&kube.Fake, kube.Tracker())
 	set := informerset.New(kube, mysql, nil, 0, v1alpha1.LabelManagedBy+"="+v1alpha1.ManagedBy, "")
 	rec := record.NewFakeRecorder(100)
 	ctrl, err := New(kube, mysql, set, rec, cfg)
@@ -90,6 +92,30 @@ func startFixture(t *testing.T, cfg Config, kube *kubefake.Clientset, mysql *mys
 	kube.ClearActions()
 	mysql.ClearActions()
 	return &fixture{t: t, kube: kube, mysql: mysql, recorder: rec, ctrl: ctrl}
+}
+
+// copyingWatches makes the fake's watches deliver copies. Its tracker hands a new watch the
+// very objects it stores (client-go 0.37: the objects that exist when the watch starts), and
+// the caches' transform (informerset.Trim) changes what it receives in place, as it may with
+// the objects a real API server's watch decodes: the race detector then reports the tracker's
+// own reads of them.
+func copyingWatches(f *core.Fake, tracker core.ObjectTracker) {
+	f.PrependWatchReactor("*", func(a core.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := a.(core.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := tracker.Watch(a.GetResource(), a.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
+			if e.Object != nil {
+				e.Object = e.Object.DeepCopyObject()
+			}
+			return e, true
+		}), nil
+	})
 }
 
 // syncNew runs the first two syncs of a new cluster: the first creates what the pods mount and
