@@ -1,9 +1,13 @@
 package mysql_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -194,4 +198,60 @@ func TestSemiSyncAcknowledgementsOnMariaDB(t *testing.T) {
 			"SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 's'").Scan(&n)
 		return err == nil && n == 1
 	})
+}
+
+// A fence does not end connections that are still logging in: they show no user yet, so the
+// operator's own new connections are among them, and ending those ended the statement a fence
+// was about to run (seen as "invalid connection" on busy cores). A logged-in client's
+// connection is still ended.
+func TestClientConnectionsLeaveLoginsAloneOnMariaDB(t *testing.T) {
+	servers := mariadb.Start(t, 1, mariadb.Options{})
+	ctx := context.Background()
+	primary := servers[0].Admin()
+	// A connection that reads the server's greeting and never answers it: logging in.
+	raw, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(servers[0].Port)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	greeting := make([]byte, 256)
+	n, err := raw.Read(greeting)
+	// Header (4 bytes), protocol version, the server version up to its NUL, then the
+	// connection's ID (little-endian uint32).
+	end := 5 + bytes.IndexByte(greeting[5:n], 0)
+	if err != nil || end < 5 || n < end+5 {
+		t.Fatalf("greeting of %d bytes: %v", n, err)
+	}
+	loginID := uint64(binary.LittleEndian.Uint32(greeting[end+1 : end+5]))
+	var user string
+	if err := primary.DB.QueryRowContext(ctx, "SELECT USER FROM information_schema.PROCESSLIST WHERE ID = ?", loginID).Scan(&user); err != nil || user != "unauthenticated user" {
+		t.Fatalf("the login's connection %d: user %q, %v", loginID, user, err)
+	}
+	client := servers[0].Conn(mariadb.AdminUser, mariadb.AdminPassword)
+	conn, err := client.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var clientID uint64
+	if err := conn.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&clientID); err != nil {
+		t.Fatal(err)
+	}
+	s := mysql.ClientConnections("nobody")
+	rows, err := primary.DB.QueryContext(ctx, s.Query, s.Args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[uint64]bool{}
+	for rows.Next() {
+		var id uint64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		listed[id] = true
+	}
+	rows.Close()
+	if listed[loginID] || !listed[clientID] {
+		t.Errorf("listed %v: the login %d should not be, the client %d should", listed, loginID, clientID)
+	}
 }
