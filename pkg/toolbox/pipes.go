@@ -22,16 +22,18 @@ import (
 // woke two more processes' threads on its way. Standard error stays relayed: it is small, and
 // the toolbox's log keeps nothing of it.
 
-// legacyRefusal is how a toolbox that predates piped runs answers a piped header: it takes
-// only the relayed header. Its binary stays in a pod until the pod restarts (an operator
-// upgrade moves the agent in place), so the client then runs the tool relayed.
-const legacyRefusal = "bad request: expected a header frame"
+// badRequest starts the answer of a toolbox that cannot take a piped header: one that
+// predates piped runs takes only the relayed header ("bad request: expected a header frame"),
+// and its binary stays in a pod until the pod restarts (an operator upgrade moves the agent in
+// place); a current one whose descriptors did not arrive (a security policy between the
+// containers could drop them) says how many it got. The client then runs the tool relayed.
+const badRequest = "bad request: "
 
 // maxPassed is the most descriptors a piped header carries: standard input and output.
 const maxPassed = 2
 
 // runPiped runs t with its standard input and output as pipes the toolbox hands to the tool.
-// legacy reports a toolbox that refused the piped header; t's streams are untouched then.
+// legacy reports a toolbox that refused the piped request; t's streams are untouched then.
 func (c Client) runPiped(ctx context.Context, t Tool) (rss int64, legacy bool, err error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
@@ -85,7 +87,7 @@ func (c Client) runPiped(ctx context.Context, t Tool) (rss int64, legacy bool, e
 		if err := json.Unmarshal(p, &e); err != nil {
 			return 0, false, fmt.Errorf("exit of %s: %w", t.Name, err)
 		}
-		if strings.HasPrefix(e.Error, legacyRefusal) {
+		if strings.HasPrefix(e.Error, badRequest) {
 			return 0, true, nil
 		}
 		return e.MaxRSS, false, errors.New(e.Error)

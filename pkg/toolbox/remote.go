@@ -204,6 +204,9 @@ type Server struct {
 	Runner Runner
 	// relayedOnly refuses piped headers as a toolbox that predates them does (tests).
 	relayedOnly bool
+	// dropPassed loses the descriptors a piped header carries, as a policy between the
+	// containers might (tests).
+	dropPassed bool
 }
 
 // Listen creates the unix socket at path, owner-only, replacing a stale one left by a previous
@@ -253,6 +256,10 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 	// of the frames.
 	first, passed, err := readFirst(conn)
 	defer closeFiles(passed)
+	if s.dropPassed {
+		closeFiles(passed)
+		passed = nil
+	}
 	r := newFrameReader(io.MultiReader(bytes.NewReader(first), conn))
 	out := &frameWriter{w: conn}
 	var (

@@ -23,13 +23,15 @@ func serve(t testing.TB, allowed ...string) toolbox.Client {
 	return serveWith(t, &toolbox.Server{Allowed: allowed})
 }
 
-// toolboxes returns clients of a current toolbox, which takes the tool's pipes, and of one
-// that predates piped runs, to which the client relays the tool's streams.
+// toolboxes returns clients of a current toolbox, which takes the tool's pipes, of one that
+// predates piped runs, and of one that never gets the pipes (a policy between the containers
+// dropped them): to the last two the client relays the tool's streams.
 func toolboxes(t testing.TB, allowed ...string) map[string]toolbox.Client {
 	t.Helper()
 	return map[string]toolbox.Client{
 		"piped":                    serve(t, allowed...),
 		"relayed-to-older-toolbox": serveWith(t, toolbox.RelayedOnly(&toolbox.Server{Allowed: allowed})),
+		"relayed-pipes-lost":       serveWith(t, toolbox.DroppingPipes(&toolbox.Server{Allowed: allowed})),
 	}
 }
 
@@ -205,26 +207,29 @@ func (r *recordingRunner) Run(ctx context.Context, t toolbox.Tool) (int64, error
 }
 
 // A current toolbox gives the tool the client's pipes as its standard input and output (exec
-// then connects them directly, with no copy in the toolbox); an older one relays them.
+// then connects them directly, with no copy in the toolbox); an older one, or one whose pipes
+// were lost on the way, gets the streams relayed.
 func TestToolsGetTheClientsPipes(t *testing.T) {
-	for _, relayed := range []bool{false, true} {
+	for name, relayed := range map[string]func(*toolbox.Server) *toolbox.Server{
+		"piped": nil, "older toolbox": toolbox.RelayedOnly, "pipes lost": toolbox.DroppingPipes,
+	} {
 		rec := &recordingRunner{}
 		s := &toolbox.Server{Allowed: []string{"sh"}, Runner: rec}
-		if relayed {
-			s = toolbox.RelayedOnly(s)
+		if relayed != nil {
+			s = relayed(s)
 		}
 		c := serveWith(t, s)
 		var out bytes.Buffer
 		if _, err := c.Run(context.Background(), toolbox.Tool{Name: "sh", Args: []string{"-c", "cat"}, Stdin: strings.NewReader("x"), Stdout: &out}); err != nil || out.String() != "x" {
-			t.Fatalf("relayed %v: %q, %v", relayed, out.String(), err)
+			t.Fatalf("%s: %q, %v", name, out.String(), err)
 		}
 		if len(rec.stdin) != 1 {
-			t.Fatalf("relayed %v: %d runs, want 1", relayed, len(rec.stdin))
+			t.Fatalf("%s: %d runs, want 1", name, len(rec.stdin))
 		}
 		_, inFile := rec.stdin[0].(*os.File)
 		_, outFile := rec.stdout[0].(*os.File)
-		if inFile == relayed || outFile == relayed {
-			t.Errorf("relayed %v: the tool's input is a file: %v, its output: %v", relayed, inFile, outFile)
+		if piped := relayed == nil; inFile != piped || outFile != piped {
+			t.Errorf("%s: the tool's input is a file: %v, its output: %v", name, inFile, outFile)
 		}
 	}
 }

@@ -17,8 +17,9 @@
 //   - A caller that goes away (context cancelled, connection closed) kills its tool.
 //   - The protocol is versioned by its frame types and stays backward compatible: after an
 //     operator upgrade a new agent talks to the toolbox binary the pod started with. A toolbox
-//     that predates piped runs refuses their header, and the client relays the tool's streams
-//     in frames instead; it reads none of the tool's input before a piped run is accepted.
+//     that predates piped runs refuses their header (as does one whose pipes did not arrive),
+//     and the client relays the tool's streams in frames instead; it reads none of the tool's
+//     input before a piped run is accepted.
 package toolbox
 
 import (
