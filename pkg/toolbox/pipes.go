@@ -1,8 +1,8 @@
 package toolbox
 
 import (
+	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +33,8 @@ const badRequest = "bad request: "
 const maxPassed = 2
 
 // runPiped runs t with its standard input and output as pipes the toolbox hands to the tool.
-// legacy reports a toolbox that refused the piped request; t's streams are untouched then.
-func (c Client) runPiped(ctx context.Context, t Tool) (rss int64, legacy bool, err error) {
+// refused reports a toolbox that refused the piped request; t's streams are untouched then.
+func (c Client) runPiped(ctx context.Context, t Tool) (rss int64, refused bool, err error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
 		return 0, false, err
@@ -172,14 +172,11 @@ func sendWithFiles(conn net.Conn, typ byte, v any, files []*os.File) error {
 	if !ok {
 		return errors.New("not a unix socket")
 	}
-	payload, err := json.Marshal(v)
-	if err != nil {
+	var buf bytes.Buffer
+	if err := (&frameWriter{w: &buf}).json(typ, v); err != nil {
 		return err
 	}
-	frame := make([]byte, 5, 5+len(payload))
-	frame[0] = typ
-	binary.BigEndian.PutUint32(frame[1:], uint32(len(payload)))
-	frame = append(frame, payload...)
+	frame := buf.Bytes()
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())

@@ -348,8 +348,8 @@ type Client struct {
 // output piped (see runPiped), or relayed through the socket by a toolbox that predates pipes.
 // Cancelling ctx closes the connection, and the server kills the tool.
 func (c Client) Run(ctx context.Context, t Tool) (int64, error) {
-	rss, legacy, err := c.runPiped(ctx, t)
-	if !legacy {
+	rss, refused, err := c.runPiped(ctx, t)
+	if !refused {
 		return rss, err
 	}
 	return c.runRelayed(ctx, t)
