@@ -8,8 +8,12 @@
 // between a stop and a start of the server. Each is compared with the raw tool on the same
 // data and a local file: the backup tool writing uncompressed to a file; the client reading
 // the uncompressed dump from a file; mbstream extracting the uncompressed stream from a file
-// plus mariadb-backup --prepare. It prints a table: data size, stored (compressed) size,
-// time, throughput over the data size, the raw tool's time and the ratio, and peak memory:
+// plus mariadb-backup --prepare. With -zstd-floor (the default) the raw tools also run with the
+// zstd command line tool in their pipe (zstd -1 on every core into a file; zstd -dc into
+// mbstream): the least a compressed backup or physical restore costs on this machine with the
+// reference tools and no transfer. It prints a table: data size, stored (compressed) size,
+// time, throughput over the data size, the raw tool's time and the ratio, the same for the
+// zstd floor, and peak memory:
 // the process's RSS high-water mark (the agent's side: compression, transfer and HTTP, plus
 // the toolbox's relay, which a pod runs in its own container) and the tools' own maximum RSS.
 // The tools run through a toolbox server on a unix socket, as in a pod.
@@ -17,11 +21,12 @@
 // With -repeat N each operation and its raw tool run N times, one after the other, and the
 // table shows the median times (and their ratio) and the mean CPU; the samples follow it.
 //
-// Usage: go run ./test/bench/backup -size-mb 1024 [-methods logical,physical] [-repeat N] [-cpuprofile file]   (or make bench-backup)
+// Usage: go run ./test/bench/backup -size-mb 1024 [-methods logical,physical] [-repeat N] [-zstd-floor=false] [-cpuprofile file]   (or make bench-backup)
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -58,12 +63,16 @@ type row struct {
 	cpu, rawCPU float64
 	// samples are every run's time and the raw tool's, with -repeat.
 	samples, rawSamples []time.Duration
+	// floor is the median time of the raw tools with the zstd command line tool in the pipe
+	// (0 when not measured), floorSamples every run's.
+	floor        time.Duration
+	floorSamples []time.Duration
 }
 
 // runs collects the samples of one operation and makes its row of medians.
 type runs struct {
-	took, raw   []time.Duration
-	cpu, rawCPU float64
+	took, raw, floor []time.Duration
+	cpu, rawCPU      float64
 }
 
 func (r *runs) add(took, raw time.Duration, cpu, rawCPU float64) {
@@ -75,10 +84,14 @@ func (r *runs) add(took, raw time.Duration, cpu, rawCPU float64) {
 func (r *runs) row(what string, data, stored int64, rssMiB, toolRSSMB float64) row {
 	n := float64(len(r.took))
 	return row{what: what, data: data, stored: stored, took: median(r.took), raw: median(r.raw), rssMiB: rssMiB, toolRSSMB: toolRSSMB,
-		cpu: r.cpu / n, rawCPU: r.rawCPU / n, samples: r.took, rawSamples: r.raw}
+		cpu: r.cpu / n, rawCPU: r.rawCPU / n, samples: r.took, rawSamples: r.raw,
+		floor: median(r.floor), floorSamples: r.floor}
 }
 
 func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
 	s := slices.Clone(d)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
@@ -92,6 +105,7 @@ func main() {
 	methodList := flag.String("methods", "logical,physical", "comma-separated backup methods to measure (backup and restore of each)")
 	repeat := flag.Int("repeat", 1, "measure each operation and its raw tool this many times, alternately; the table shows medians")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process (the agent's side) over the whole run to this file")
+	zstdFloor := flag.Bool("zstd-floor", true, "also time the raw tools with the zstd command line tool (-1, every core) in their pipe: the least a compressed backup or physical restore costs with the reference tools")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -117,14 +131,23 @@ func main() {
 		fmt.Fprintln(os.Stderr, "-repeat must be at least 1")
 		os.Exit(2)
 	}
-	err := benchutil.Run(func(t *benchutil.T) error { return run(t, int64(*sizeMB)<<20, methods, *repeat) })
+	zstdCmd := ""
+	if *zstdFloor {
+		var err error
+		if zstdCmd, err = exec.LookPath("zstd"); err != nil {
+			fmt.Fprintln(os.Stderr, "-zstd-floor needs the zstd command line tool (apt-get install zstd), or -zstd-floor=false:", err)
+			os.Exit(2)
+		}
+	}
+	err := benchutil.Run(func(t *benchutil.T) error { return run(t, int64(*sizeMB)<<20, methods, *repeat, zstdCmd) })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
 
-func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error {
+// run measures; zstdCmd is the zstd command line tool for the floor column, "" for none.
+func run(t *benchutil.T, size int64, methods map[string]bool, repeat int, zstdCmd string) error {
 	ctx := context.Background()
 	gw := s3.Start(t)
 	servers := mariadb.Start(t, 2, mariadb.Options{MyCnf: myCnf})
@@ -163,9 +186,16 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 		var res executor.Result
 		resetPeak()
 		for range repeat {
-			raw, err := rawTool(ctx, req, rawFiles[method])
+			raw, err := rawTool(ctx, req, rawFiles[method], "")
 			if err != nil {
 				return err
+			}
+			if zstdCmd != "" {
+				floor, err := rawTool(ctx, req, rawFiles[method]+".zst", zstdCmd)
+				if err != nil {
+					return err
+				}
+				r.floor = append(r.floor, floor.took)
 			}
 			settle()
 			start, cpu := time.Now(), busyCPU()
@@ -274,6 +304,13 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 			if err := os.RemoveAll(dir); err != nil {
 				return err
 			}
+			if zstdCmd != "" {
+				floor, err := rawUnpack(ctx, rawFiles[executor.Physical]+".zst", zstdCmd, t.TempDir())
+				if err != nil {
+					return err
+				}
+				r.floor = append(r.floor, floor)
+			}
 			settle()
 			start, cpu := time.Now(), busyCPU()
 			req := restoreReq(executor.Physical, i)
@@ -305,19 +342,27 @@ func run(t *benchutil.T, size int64, methods map[string]bool, repeat int) error 
 		rows = append(rows, r.row("physical restore", data, st.Size, peakRSSMiB(), toolRSS))
 	}
 
-	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool with a local file | time / raw | CPU s / GiB (raw) | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| operation | table data | stored (zstd) | time | throughput | raw tool with a local file | time / raw | raw tool and zstd -1 | time / that | CPU s / GiB (raw) | Go process peak RSS | tool max RSS |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		gib := float64(r.data) / (1 << 30)
-		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %v | %.2f | %.1f (%.1f) | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
+		floor, floorRatio := "", ""
+		if r.floor > 0 {
+			floor, floorRatio = r.floor.Round(100*time.Millisecond).String(), fmt.Sprintf("%.2f", r.took.Seconds()/r.floor.Seconds())
+		}
+		fmt.Printf("| %s | %d MiB | %d MiB | %v | %.0f MiB/s | %v | %.2f | %s | %s | %.1f (%.1f) | %.0f MiB | %.0f MiB |\n", r.what, r.data>>20, r.stored>>20,
 			r.took.Round(100*time.Millisecond), float64(r.data)/(1<<20)/r.took.Seconds(), r.raw.Round(100*time.Millisecond),
-			r.took.Seconds()/r.raw.Seconds(), r.cpu/gib, r.rawCPU/gib, r.rssMiB, r.toolRSSMB)
+			r.took.Seconds()/r.raw.Seconds(), floor, floorRatio, r.cpu/gib, r.rawCPU/gib, r.rssMiB, r.toolRSSMB)
 	}
 	if repeat > 1 {
-		fmt.Printf("\nsamples (time, raw tool):\n")
+		fmt.Printf("\nsamples (time, raw tool[, raw tool and zstd -1]):\n")
 		for _, r := range rows {
 			var b strings.Builder
 			for i := range r.samples {
-				fmt.Fprintf(&b, " %v (%v)", r.samples[i].Round(100*time.Millisecond), r.rawSamples[i].Round(100*time.Millisecond))
+				fmt.Fprintf(&b, " %v (%v", r.samples[i].Round(100*time.Millisecond), r.rawSamples[i].Round(100*time.Millisecond))
+				if i < len(r.floorSamples) {
+					fmt.Fprintf(&b, ", %v", r.floorSamples[i].Round(100*time.Millisecond))
+				}
+				b.WriteString(")")
 			}
 			fmt.Printf("- %s:%s\n", r.what, b.String())
 		}
@@ -399,10 +444,12 @@ type rawRun struct {
 	cpu  float64
 }
 
-// rawTool runs the executor's backup command alone, its output to file (replaced) without
-// compression, and returns how long it took: the baseline of the table's ratio. The restores'
-// baseline reads the file.
-func rawTool(ctx context.Context, req executor.Request, file string) (rawRun, error) {
+// rawTool runs the executor's backup command alone, its output to file (replaced), and returns
+// how long it took. Without zstdCmd the output is not compressed: the baseline of the table's
+// ratio, and the restores' baseline reads the file. With it, the output goes through zstd -1 on
+// every core (zstdCmd) into the file: the floor column, what a compressed backup costs with the
+// reference tools and no transfer.
+func rawTool(ctx context.Context, req executor.Request, file, zstdCmd string) (rawRun, error) {
 	cmd, cleanup, err := executor.BackupCommand(ctx, req)
 	if err != nil {
 		return rawRun{}, err
@@ -415,12 +462,69 @@ func rawTool(ctx context.Context, req executor.Request, file string) (rawRun, er
 	defer out.Close()
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = out, &stderr
+	cmds := []*exec.Cmd{cmd}
+	if zstdCmd != "" {
+		z := exec.CommandContext(ctx, zstdCmd, "-1", "-T0", "-q", "-c")
+		z.Stdout, z.Stderr = out, &stderr
+		cmds = append(cmds, z)
+	}
 	settle()
 	start, cpu := time.Now(), busyCPU()
-	if err := cmd.Run(); err != nil {
+	if err := runPipeline(cmds...); err != nil {
 		return rawRun{}, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
 	}
 	return rawRun{took: time.Since(start), cpu: busyCPU() - cpu}, nil
+}
+
+// rawUnpack is the physical restore's floor: zstd -dc of file (the floor's compressed backup)
+// into mbstream -x, then mariadb-backup --prepare, into dir, which it removes after. It returns
+// the time of the two.
+func rawUnpack(ctx context.Context, file, zstdCmd, dir string) (time.Duration, error) {
+	z := exec.CommandContext(ctx, zstdCmd, "-dc", "-q", file)
+	x := exec.CommandContext(ctx, "mbstream", "-x", "-C", dir)
+	var stderr strings.Builder
+	z.Stderr, x.Stderr = &stderr, &stderr
+	settle()
+	start := time.Now()
+	if err := runPipeline(z, x); err != nil {
+		return 0, fmt.Errorf("zstd -dc | mbstream -x: %w: %s", err, stderr.String())
+	}
+	if _, err := executor.Prepare(ctx, nil, mysql.MariaDB, dir, 0); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	return took, os.RemoveAll(dir)
+}
+
+// runPipeline runs cmds with each one's standard output the next one's standard input, and
+// waits for all of them.
+func runPipeline(cmds ...*exec.Cmd) error {
+	var closeAfterStart []io.Closer
+	for i := range len(cmds) - 1 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		cmds[i].Stdout, cmds[i+1].Stdin = w, r
+		closeAfterStart = append(closeAfterStart, r, w)
+	}
+	var errs []error
+	started := cmds[:0:0]
+	for _, c := range cmds {
+		if err := c.Start(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		started = append(started, c)
+	}
+	// This process's copies of the pipe ends go, so that each reader sees the end of its input.
+	for _, c := range closeAfterStart {
+		c.Close()
+	}
+	for _, c := range started {
+		errs = append(errs, c.Wait())
+	}
+	return errors.Join(errs...)
 }
 
 // randomHex is 896 characters of random hex per row: it compresses to about half, like text
