@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests and the local cluster run, when they are missing:
 # MariaDB (server, client, backup tool) for the real-server suites and the local cluster's
-# members, iproute2 and util-linux for local-kubelet's network namespaces and exec probes.
+# members, iproute2 and util-linux for local-kubelet's network namespaces and exec probes, and
+# the zstd command line tool for the backup benchmark's floor column.
 # The MariaDB service itself is not started: tests and local-kubelet run their own servers.
 set -o errexit -o nounset -o pipefail
 
@@ -13,6 +14,7 @@ have mariadb || missing+=(mariadb-client)
 have mariadb-backup || missing+=(mariadb-backup)
 have ip || missing+=(iproute2)
 have nsenter || missing+=(util-linux)
+have zstd || missing+=(zstd)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
