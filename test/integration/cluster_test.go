@@ -271,6 +271,14 @@ func TestNewOperatorVersionUpdatesAgentInPlace(t *testing.T) {
 		t.Fatalf("pods: %v", err)
 	}
 	stop()
+	// Operator builds before 2026-12-07 also labelled the cluster object with their version.
+	if c := getCluster(t, ns, "db"); c.Labels[v1alpha1.LabelOperatorVersion] != "" {
+		t.Errorf("cluster labelled %v: the operator build is status.operatorVersion", c.Labels)
+	}
+	legacy := []byte(`{"metadata":{"labels":{"` + v1alpha1.LabelOperatorVersion + `":"v0.0.1-old"}}}`)
+	if _, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Patch(ctx, "db", types.MergePatchType, legacy, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	startOperator(t, ns, func(o *options.Options) {
 		o.OperatorVersion = "v0.0.2-test"
@@ -301,13 +309,28 @@ func TestNewOperatorVersionUpdatesAgentInPlace(t *testing.T) {
 		}
 	}
 	sts, _ := cp.Kube.AppsV1().StatefulSets(ns).Get(ctx, "db", metav1.GetOptions{})
-	c := getCluster(t, ns, "db")
-	if sts.Labels[v1alpha1.LabelOperatorVersion] != "v0.0.2-test" || c.Labels[v1alpha1.LabelOperatorVersion] != "v0.0.2-test" {
-		t.Errorf("labels: statefulset %v cluster %v", sts.Labels, c.Labels)
+	if sts.Labels[v1alpha1.LabelOperatorVersion] != "v0.0.2-test" {
+		t.Errorf("labels: statefulset %v", sts.Labels)
 	}
 	eventually(t, 30*time.Second, "status.operatorVersion", func(ctx context.Context) (bool, error) {
 		return getCluster(t, ns, "db").Status.OperatorVersion == "v0.0.2-test", nil
 	})
+	if c := getCluster(t, ns, "db"); c.Labels[v1alpha1.LabelOperatorVersion] != "" {
+		t.Errorf("cluster labels %v: the old build's operator-version label stayed", c.Labels)
+	}
+	// The clusters a build runs are found by the status field the CRD makes selectable.
+	for selector, want := range map[string]int{
+		"status.operatorVersion=v0.0.2-test":                      1,
+		"status.operatorVersion!=v0.0.2-test":                     0,
+		"status.phase=Healthy,status.operatorVersion=v0.0.2-test": 1,
+	} {
+		list, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
+			t.Errorf("--field-selector %s: %v", selector, err)
+		} else if len(list.Items) != want {
+			t.Errorf("--field-selector %s: %d clusters, want %d", selector, len(list.Items), want)
+		}
+	}
 	if _, ok := event(t, ns, "db", "AgentUpdated"); !ok {
 		t.Error("no AgentUpdated event")
 	}

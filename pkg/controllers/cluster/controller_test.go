@@ -474,8 +474,8 @@ func TestCreatesEveryChildWithControllerRef(t *testing.T) {
 		}
 	}
 	c := f.cluster()
-	if c.Labels[v1alpha1.LabelOperatorVersion] != "v1" {
-		t.Errorf("cluster label %v", c.Labels)
+	if _, ok := c.Labels[v1alpha1.LabelOperatorVersion]; ok {
+		t.Errorf("cluster labelled %v: the operator build is status.operatorVersion", c.Labels)
 	}
 	if c.Status.Phase != v1alpha1.ClusterPending || c.Status.OperatorVersion != "v1" || c.Status.ObservedGeneration != 1 {
 		t.Errorf("status %+v", c.Status)
@@ -649,6 +649,13 @@ func TestNewOperatorVersionPatchesAgentInPlace(t *testing.T) {
 	old := inSync(t, mariadb(3, "10.11.6"))
 	serverImage := old.statefulSet().Spec.Template.Spec.Containers[0].Image
 
+	// An operator build before 2026-12-07 also labelled the cluster object with its version.
+	legacy := old.cluster()
+	legacy.Labels = map[string]string{v1alpha1.LabelOperatorVersion: "v1", "team": "a"}
+	if _, err := old.mysql.MysqlopV1alpha1().MySQLClusters(ns).Update(context.Background(), legacy, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	f := startFixture(t, config("v2"), old.kube, old.mysql)
 	f.agentOnly = true
 	f.sync()
@@ -698,8 +705,8 @@ func TestNewOperatorVersionPatchesAgentInPlace(t *testing.T) {
 			t.Errorf("%s labels %v: want the new version and the role kept", p.Name, p.Labels)
 		}
 	}
-	if c := f.cluster(); c.Labels[v1alpha1.LabelOperatorVersion] != "v2" || c.Status.OperatorVersion != "v2" {
-		t.Errorf("cluster label %v status %q", c.Labels, c.Status.OperatorVersion)
+	if c := f.cluster(); len(c.Labels) != 1 || c.Labels["team"] != "a" || c.Status.OperatorVersion != "v2" {
+		t.Errorf("cluster labels %v status %q: want the old build's operator-version label gone, the user's kept", c.Labels, c.Status.OperatorVersion)
 	}
 	// Once patched, nothing more happens.
 	f.settle()

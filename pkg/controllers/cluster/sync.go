@@ -90,7 +90,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		return ctrl.Result{}, c.writeStatus(ctx, cached, st)
 	}
 
-	latest, err := c.stampOperatorVersion(ctx, cached)
+	latest, err := c.dropVersionLabel(ctx, cached)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -521,17 +521,18 @@ func podPatch(tpl *corev1.PodTemplateSpec, agentImage string, p *corev1.Pod) ([]
 	return b, imageChanged, nil
 }
 
-// stampOperatorVersion sets the operator-version label on the cluster object itself. It
-// patches metadata only, so the user's spec is never rewritten with defaults.
-func (c *Controller) stampOperatorVersion(ctx context.Context, cached *v1alpha1.MySQLCluster) (*v1alpha1.MySQLCluster, error) {
-	want := version.LabelValue(c.cfg.OperatorVersion)
-	if cached.Labels[v1alpha1.LabelOperatorVersion] == want {
+// dropVersionLabel removes the operator-version label that operator builds before 2026-12-07
+// set on the cluster object itself. The operator build is status.operatorVersion, which the
+// status write carries anyway and which is a selectable field (kubectl get --field-selector
+// status.operatorVersion=...): the label cost every new cluster a write of its own, and it
+// went stale once no build wrote it. Children keep the label; it is set when they are written.
+func (c *Controller) dropVersionLabel(ctx context.Context, cached *v1alpha1.MySQLCluster) (*v1alpha1.MySQLCluster, error) {
+	if _, ok := cached.Labels[v1alpha1.LabelOperatorVersion]; !ok {
 		return cached, nil
 	}
-	stamp := objects.Metadata{Labels: map[string]*string{v1alpha1.LabelOperatorVersion: &want}}
-	updated, err := c.patchCluster(ctx, cached, stamp)
+	updated, err := c.patchCluster(ctx, cached, objects.Metadata{Labels: map[string]*string{v1alpha1.LabelOperatorVersion: nil}})
 	if err != nil {
-		return nil, fmt.Errorf("label cluster with operator version: %w", err)
+		return nil, fmt.Errorf("remove the operator-version label of cluster %s: %w", cached.Name, err)
 	}
 	return updated, nil
 }

@@ -76,7 +76,10 @@ const (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Recoverable-From",type=string,JSONPath=`.status.recoverableFrom`,priority=1
 // +kubebuilder:printcolumn:name="Recoverable-Until",type=string,JSONPath=`.status.recoverableUntil`,priority=1
+// +kubebuilder:printcolumn:name="Operator",type=string,JSONPath=`.status.operatorVersion`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.status.phase`
+// +kubebuilder:selectablefield:JSONPath=`.status.operatorVersion`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]{0,50}[a-z0-9])?$')",message="metadata.name must be at most 52 lower-case letters, digits and '-', starting with a letter: the StatefulSet of that name labels its pods <name>-<revision hash> (at most 63) and the Services are named after it"
 
 // MySQLCluster is a highly available MySQL or MariaDB cluster: one primary and replicas
