@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -23,7 +22,6 @@ import (
 	"github.com/mysqlop/mysql-operator/pkg/events"
 	"github.com/mysqlop/mysql-operator/pkg/metrics"
 	"github.com/mysqlop/mysql-operator/pkg/mysql"
-	"github.com/mysqlop/mysql-operator/pkg/resources"
 	"github.com/mysqlop/mysql-operator/pkg/resources/certs"
 	"github.com/mysqlop/mysql-operator/pkg/resources/configmap"
 )
@@ -271,7 +269,7 @@ func (r *runner) run(ctx context.Context, c *Controller) {
 		r.mu.Unlock()
 		if changed {
 			// The Services follow the new roles now; the sync queued below does the rest.
-			pods, err := c.pods.Pods(cluster.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(cluster)))
+			pods, err := c.clusterPods(cluster)
 			if err == nil {
 				err = c.labelRoles(ctx, cluster, pods, &d)
 			}

@@ -99,6 +99,8 @@ type Controller struct {
 	// netpols is nil unless cfg.NetworkPolicy is set (no watch, and no RBAC, needed then).
 	netpols networkinglisters.NetworkPolicyLister
 	pods    corelisters.PodLister
+	// podIndex holds the pods by cluster (podsByCluster).
+	podIndex cache.Indexer
 
 	loop     *ctrl.Loop
 	recorder record.EventRecorder
@@ -163,6 +165,18 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 			return f.Networking().V1().NetworkPolicies().Informer()
 		})
 	}
+	// A sync reads its cluster's pods through an index: a selector over the namespace's pods
+	// looked at every pod of every cluster there, for each sync of each of them.
+	err := ctrl.AddIndex(kinds["pods"], podsByCluster, func(obj any) (string, string) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok || p.Labels[v1alpha1.LabelName] != v1alpha1.AppName {
+			return "", ""
+		}
+		return p.Namespace, p.Labels[v1alpha1.LabelCluster]
+	})
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = resources.DNSResolver
 	}
@@ -184,6 +198,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		secrets:      corelisters.NewSecretLister(kinds["secrets"].Indexer()),
 		pdbs:         policylisters.NewPodDisruptionBudgetLister(kinds["pdbs"].Indexer()),
 		pods:         corelisters.NewPodLister(kinds["pods"].Indexer()),
+		podIndex:     kinds["pods"].Indexer(),
 		recorder:     recorder,
 		cfg:          cfg,
 		rand:         rand.Reader,

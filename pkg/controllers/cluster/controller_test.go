@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -883,5 +884,37 @@ func TestRefusedChildren(t *testing.T) {
 	}
 	if got := refusedChildren(nil); got != "" {
 		t.Errorf("no error: %q", got)
+	}
+}
+
+func TestClusterPodsAreItsOwnOnly(t *testing.T) {
+	f := inSync(t, mariadb(3, "10.11.6"))
+	managed := map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedBy}
+	for name, extra := range map[string]map[string]string{
+		// A member of another cluster in the namespace, and one of "db-0" (a name that begins
+		// like this cluster's).
+		"other-0": {v1alpha1.LabelName: v1alpha1.AppName, v1alpha1.LabelCluster: "other"},
+		"db-0-0":  {v1alpha1.LabelName: v1alpha1.AppName, v1alpha1.LabelCluster: "db-0"},
+		// A pod that names the cluster but is not a member.
+		"client": {v1alpha1.LabelCluster: "db"},
+	} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: maps.Clone(managed)}}
+		maps.Copy(p.Labels, extra)
+		if _, err := f.kube.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.settle()
+	pods, err := f.ctrl.clusterPods(f.cluster())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"db-0", "db-1", "db-2"}; !slices.Equal(names, want) {
+		t.Errorf("pods of db: %v, want %v", names, want)
 	}
 }

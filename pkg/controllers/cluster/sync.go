@@ -121,7 +121,7 @@ func (c *Controller) sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		return ctrl.Result{RequeueAfter: time.Second}, syncErr
 	}
 
-	pods, err := c.pods.Pods(cluster.Namespace).List(labels.SelectorFromSet(resources.SelectorLabels(cluster)))
+	pods, err := c.clusterPods(cluster)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("list pods: %w", err)
 	}
@@ -643,6 +643,24 @@ func (c *Controller) archiveView(key cache.ObjectName) *archiveView {
 		return nil
 	}
 	return c.clusterings.archive(key)
+}
+
+// podsByCluster is the index of the pods cache by "<namespace>/<cluster>".
+const podsByCluster = "cluster"
+
+// clusterPods returns the pods of cluster from the cache (shared: never modified).
+func (c *Controller) clusterPods(cluster *v1alpha1.MySQLCluster) ([]*corev1.Pod, error) {
+	objs, err := c.podIndex.ByIndex(podsByCluster, cluster.Namespace+"/"+cluster.Name)
+	if err != nil {
+		return nil, fmt.Errorf("list the pods of cluster %s: %w", cluster.Name, err)
+	}
+	pods := make([]*corev1.Pod, 0, len(objs))
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			pods = append(pods, p)
+		}
+	}
+	return pods, nil
 }
 
 // completeBackups are the Complete MySQLBackups of cl.
