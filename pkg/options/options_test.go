@@ -2,6 +2,7 @@ package options
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -114,5 +115,40 @@ func TestRESTConfigWaitsOutTooManyRequests(t *testing.T) {
 	}
 	if n, d := calls.Load(), time.Since(start); n != 4 || d < 2*time.Second {
 		t.Errorf("%d requests in %v; want each refused once and retried after Retry-After's second", n, d)
+	}
+}
+
+func TestRESTConfigAsksForCompressionOnlyWhenTold(t *testing.T) {
+	for _, compression := range []bool{false, true} {
+		var accept atomic.Value
+		// TLS, as every API server speaks: over plain HTTP client-go uses Go's default
+		// transport, which ignores DisableCompression.
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			accept.Store(r.Header.Get("Accept-Encoding"))
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"a"}}`)
+		}))
+		o := New()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse([]string{"--master=" + srv.URL, fmt.Sprintf("--kube-api-compression=%v", compression)}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := o.RESTConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.TLSClientConfig.CAData = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+		kube, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube.CoreV1().Namespaces().Get(context.Background(), "a", metav1.GetOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		srv.Close()
+		if got := strings.Contains(accept.Load().(string), "gzip"); got != compression {
+			t.Errorf("--kube-api-compression=%v: Accept-Encoding %q", compression, accept.Load())
+		}
 	}
 }
