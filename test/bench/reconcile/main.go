@@ -9,7 +9,9 @@
 //     every cluster is Healthy,
 //   - the operator's CPU seconds (from /proc) and API requests per cluster (its own
 //     mysqlop_api_requests_total, by method) at that point, its failed requests (answered
-//     with a 4xx or 5xx code, or not at all) by code, and its peak RSS (VmHWM).
+//     with a 4xx or 5xx code, or not at all) by code, and its peak RSS (VmHWM),
+//   - the control plane's CPU seconds over the run (etcd, API server, controller manager,
+//     scheduler and kwok; from /proc), and the API server's share.
 //
 // For each cluster count it also measures the control plane's own floor: on another fresh
 // control plane it creates the same N StatefulSets (the operator's, built by the same code)
@@ -23,7 +25,7 @@
 // issues a CA and a server certificate per cluster, three more Secrets) and off
 // (spec.tls.disabled), so the cost of certificates shows in the same table.
 //
-// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 0,20 [-tls on,off] [-floor=false] [-floor-objects] [-workers n] [-logs dir]   (or make bench)
+// Usage: go run ./test/bench/reconcile -clusters 10,100,500 -qps 0,20 [-tls on,off] [-floor=false] [-floor-objects] [-workers n] [-operator-flags '...'] [-logs dir]   (or make bench)
 package main
 
 import (
@@ -76,7 +78,11 @@ type result struct {
 	// Times from the first create.
 	stsExist, stsReady, children, healthy time.Duration
 	cpuSeconds                            float64
-	requests                              map[string]float64 // by method
+	// planeCPU and apiserverCPU are the control plane's CPU seconds (etcd, API server,
+	// controller manager, scheduler and kwok) and the API server's share, from the first
+	// create to the end of the run (all ready; for the operator's runs, all Healthy).
+	planeCPU, apiserverCPU float64
+	requests               map[string]float64 // by method
 	// failed counts the operator's requests answered with an error (HTTP 4xx/5xx, or none),
 	// by code.
 	failed     map[string]float64
@@ -94,7 +100,12 @@ func main() {
 	floorObjects := flag.Bool("floor-objects", false, "also measure the floor with every object of a cluster created directly (no operator)")
 	logs := flag.String("logs", "", "directory to keep each run's operator log, API server load and the operator's heap and CPU (first 90 s) profiles in")
 	workers := flag.Int("workers", 0, "--cluster-workers of the operator (0: its default)")
+	operatorFlags := flag.String("operator-flags", "", "more flags for the operator, space-separated (e.g. --kube-api-compression=true)")
 	flag.Parse()
+	extra := strings.Fields(*operatorFlags)
+	if *workers > 0 {
+		extra = append(extra, "--cluster-workers", strconv.Itoa(*workers))
+	}
 	var tlsModes []bool
 	for _, m := range strings.Split(*tlsList, ",") {
 		switch strings.TrimSpace(m) {
@@ -135,14 +146,14 @@ func main() {
 		for _, q := range ints(*qpsList) {
 			for _, tls := range tlsModes {
 				fmt.Fprintf(os.Stderr, "run: qps=%d clusters=%d tls=%s\n", q, n, onOff(tls))
-				r := runOnce(bin, q, n, *nodes, tls, *timeout, *logs, *workers)
+				r := runOnce(bin, q, n, *nodes, tls, *timeout, *logs, extra)
 				report(r)
 				results = append(results, r)
 			}
 		}
 	}
-	fmt.Printf("\n| run | clusters | TLS | all StatefulSets exist | all StatefulSets ready | ready / floor | all children + status | all Healthy | operator CPU | API requests / cluster | failed requests | operator peak RSS |\n")
-	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Printf("\n| run | clusters | TLS | all StatefulSets exist | all StatefulSets ready | ready / floor | all children + status | all Healthy | operator CPU | control plane CPU (API server) | API requests / cluster | failed requests | operator peak RSS |\n")
+	fmt.Printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	floors := map[int]time.Duration{}
 	for _, r := range results {
 		if r.floor && !r.objects && r.err == nil {
@@ -172,7 +183,7 @@ func row(r result, floor time.Duration) string {
 		}
 	}
 	if r.err != nil {
-		return fmt.Sprintf("| %s | %d | %s | failed: %v | | | | | | | | |", name, r.clusters, onOff(r.tls), r.err)
+		return fmt.Sprintf("| %s | %d | %s | failed: %v | | | | | | | | | |", name, r.clusters, onOff(r.tls), r.err)
 	}
 	ratio := ""
 	if floor > 0 {
@@ -182,10 +193,11 @@ func row(r result, floor time.Duration) string {
 		if !r.objects {
 			ratio = "1"
 		}
-		return fmt.Sprintf("| %s | %d | | %.1f s | %.1f s | %s | | | | | | |", name, r.clusters, r.stsExist.Seconds(), r.stsReady.Seconds(), ratio)
+		return fmt.Sprintf("| %s | %d | | %.1f s | %.1f s | %s | | | | %.0f s (%.0f s) | | | |", name, r.clusters, r.stsExist.Seconds(), r.stsReady.Seconds(), ratio,
+			r.planeCPU, r.apiserverCPU)
 	}
-	return fmt.Sprintf("| %s | %d | %s | %.1f s | %.1f s | %s | %.1f s | %.1f s | %.1f s | %s | %s | %.0f MiB |", name, r.clusters, onOff(r.tls),
-		r.stsExist.Seconds(), r.stsReady.Seconds(), ratio, r.children.Seconds(), r.healthy.Seconds(), r.cpuSeconds,
+	return fmt.Sprintf("| %s | %d | %s | %.1f s | %.1f s | %s | %.1f s | %.1f s | %.1f s | %.0f s (%.0f s) | %s | %s | %.0f MiB |", name, r.clusters, onOff(r.tls),
+		r.stsExist.Seconds(), r.stsReady.Seconds(), ratio, r.children.Seconds(), r.healthy.Seconds(), r.cpuSeconds, r.planeCPU, r.apiserverCPU,
 		perCluster(r.requests, r.clusters), failures(r.failed), r.peakRSSMiB)
 }
 
@@ -373,6 +385,7 @@ func runFloor(n, nodes int, timeout time.Duration, logs string, objects bool) (r
 			return r
 		}
 	}
+	planeStart := controlPlaneCPU(cp)
 	start := time.Now()
 	err = createAll(n, func(i int) error {
 		c := cluster(ns, fmt.Sprintf("c%04d", i), true)
@@ -401,6 +414,7 @@ func runFloor(n, nodes int, timeout time.Duration, logs string, objects bool) (r
 			r.stsReady = time.Since(start)
 		}
 	}
+	r.planeCPU, r.apiserverCPU = controlPlaneCPU(cp).since(planeStart)
 	if logs != "" {
 		name := fmt.Sprintf("floor-n%d.apiserver", n)
 		if objects {
@@ -411,7 +425,8 @@ func runFloor(n, nodes int, timeout time.Duration, logs string, objects bool) (r
 	return r
 }
 
-func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, logs string, workers int) (r result) {
+// runOnce measures the operator (bin, with extra flags) on n new clusters.
+func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, logs string, extra []string) (r result) {
 	r = result{qps: qps, clusters: n, tls: tls}
 	cp, ctx, stop, err := startRun(nodes, timeout)
 	if err != nil {
@@ -449,9 +464,7 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, log
 	cmd := exec.Command(bin, "--kubeconfig", cp.Kubeconfig, "--namespace", ns, "--leader-elect=false",
 		"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(max(2*qps, 1)),
 		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", port), "--health-addr", "0", "--clustering=false")
-	if workers > 0 {
-		cmd.Args = append(cmd.Args, "--cluster-workers", strconv.Itoa(workers))
-	}
+	cmd.Args = append(cmd.Args, extra...)
 	if logs != "" {
 		cmd.Args = append(cmd.Args, "--profiling")
 	}
@@ -480,6 +493,7 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, log
 	} else {
 		close(profiled)
 	}
+	planeStart := controlPlaneCPU(cp)
 	start := time.Now()
 	err = createAll(n, func(i int) error {
 		_, err := mysql.MysqlopV1alpha1().MySQLClusters(ns).Create(ctx, cluster(ns, fmt.Sprintf("c%04d", i), tls), metav1.CreateOptions{})
@@ -515,6 +529,7 @@ func runOnce(bin string, qps, n, nodes int, tls bool, timeout time.Duration, log
 		r.err = err
 		return r
 	}
+	r.planeCPU, r.apiserverCPU = controlPlaneCPU(cp).since(planeStart)
 	if logs != "" {
 		apiserverLoad(ctx, cp, strings.TrimSuffix(logPath, ".log")+".apiserver")
 		// The heap at the end, for `go tool pprof`.
@@ -646,6 +661,29 @@ func label(line, name string) string {
 	}
 	v := line[i+len(name)+2:]
 	return v[:strings.IndexByte(v, '"')]
+}
+
+// planeCPU is the CPU seconds each control plane component used so far, by name.
+type planeCPU map[string]float64
+
+// controlPlaneCPU reads the CPU seconds of cp's components (a component it cannot read counts
+// 0: the column is informative, not a reason to fail the run).
+func controlPlaneCPU(cp *framework.ControlPlane) planeCPU {
+	out := planeCPU{}
+	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+		if pid := cp.Pid(name); pid > 0 {
+			out[name], _ = cpuSeconds(pid)
+		}
+	}
+	return out
+}
+
+// since returns the CPU seconds used since start, in all and by the API server.
+func (now planeCPU) since(start planeCPU) (total, apiserver float64) {
+	for name, s := range now {
+		total += s - start[name]
+	}
+	return total, now["kube-apiserver"] - start["kube-apiserver"]
 }
 
 // cpuSeconds is the user and system CPU time pid used so far.
