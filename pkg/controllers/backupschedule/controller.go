@@ -62,16 +62,15 @@ func New(client versioned.Interface, set *informerset.Set, recorder record.Event
 	restoreInf := set.MySQL(func(f mysqlinformers.SharedInformerFactory) cache.SharedIndexInformer {
 		return f.Mysqlop().V1alpha1().MySQLRestores().Informer()
 	})
-	for _, inf := range backupInf {
-		if err := inf.AddIndexers(cache.Indexers{bySchedule: func(obj any) ([]string, error) {
-			b, ok := obj.(*v1alpha1.MySQLBackup)
-			if !ok || b.Labels[v1alpha1.LabelSchedule] == "" {
-				return nil, nil
-			}
-			return []string{b.Namespace + "/" + b.Labels[v1alpha1.LabelSchedule]}, nil
-		}}); err != nil {
-			return nil, fmt.Errorf("index backups: %w", err)
+	err := ctrl.AddIndex(backupInf, bySchedule, func(obj any) (string, string) {
+		b, ok := obj.(*v1alpha1.MySQLBackup)
+		if !ok {
+			return "", ""
 		}
+		return b.Namespace, b.Labels[v1alpha1.LabelSchedule]
+	})
+	if err != nil {
+		return nil, fmt.Errorf("index backups: %w", err)
 	}
 	c := &Controller{
 		mysql:     client,
@@ -174,13 +173,9 @@ func (c *Controller) Sync(ctx context.Context, key cache.ObjectName) (ctrl.Resul
 		}
 		return ctrl.Result{}, c.writeStatus(ctx, cached, status)
 	}
-	objs, err := c.backups.ByIndex(bySchedule, key.Namespace+"/"+scheduleLabel(key.Name))
+	backups, err := ctrl.Indexed[*v1alpha1.MySQLBackup](c.backups, bySchedule, key.Namespace, scheduleLabel(key.Name))
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	var backups []*v1alpha1.MySQLBackup
-	for _, o := range objs {
-		backups = append(backups, o.(*v1alpha1.MySQLBackup))
 	}
 	last := cached.CreationTimestamp.Time
 	if status.LastScheduleTime != nil {

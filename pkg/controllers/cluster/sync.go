@@ -650,15 +650,9 @@ const podsByCluster = "cluster"
 
 // clusterPods returns the pods of cluster from the cache (shared: never modified).
 func (c *Controller) clusterPods(cluster *v1alpha1.MySQLCluster) ([]*corev1.Pod, error) {
-	objs, err := c.podIndex.ByIndex(podsByCluster, cluster.Namespace+"/"+cluster.Name)
+	pods, err := ctrl.Indexed[*corev1.Pod](c.podIndex, podsByCluster, cluster.Namespace, cluster.Name)
 	if err != nil {
 		return nil, fmt.Errorf("list the pods of cluster %s: %w", cluster.Name, err)
-	}
-	pods := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if p, ok := o.(*corev1.Pod); ok {
-			pods = append(pods, p)
-		}
 	}
 	return pods, nil
 }

@@ -86,6 +86,22 @@ func AddIndex(infs informerset.Informers, name string, value func(obj any) (name
 	return nil
 }
 
+// Indexed returns the objects of type T that indexer holds under namespace/ref in the index
+// name that AddIndex added. They are the cache's own: never modified.
+func Indexed[T any](indexer cache.Indexer, name, namespace, ref string) ([]T, error) {
+	objs, err := indexer.ByIndex(name, namespace+"/"+ref)
+	if err != nil {
+		return nil, fmt.Errorf("read index %s: %w", name, err)
+	}
+	out := make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 // EnqueueIndexed returns a function that queues every object of indexer whose index value
 // is its argument.
 func (l *Loop) EnqueueIndexed(indexer cache.Indexer, index string) func(value string) {
