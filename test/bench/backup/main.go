@@ -460,18 +460,15 @@ func rawTool(ctx context.Context, req executor.Request, file, zstdCmd string) (r
 		return rawRun{}, err
 	}
 	defer out.Close()
-	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = out, &stderr
 	cmds := []*exec.Cmd{cmd}
 	if zstdCmd != "" {
-		z := exec.CommandContext(ctx, zstdCmd, "-1", "-T0", "-q", "-c")
-		z.Stdout, z.Stderr = out, &stderr
-		cmds = append(cmds, z)
+		cmds = append(cmds, exec.CommandContext(ctx, zstdCmd, "-1", "-T0", "-q", "-c"))
 	}
+	cmds[len(cmds)-1].Stdout = out
 	settle()
 	start, cpu := time.Now(), busyCPU()
 	if err := runPipeline(cmds...); err != nil {
-		return rawRun{}, fmt.Errorf("%s: %w: %s", cmd.Args[0], err, stderr.String())
+		return rawRun{}, err
 	}
 	return rawRun{took: time.Since(start), cpu: busyCPU() - cpu}, nil
 }
@@ -482,12 +479,10 @@ func rawTool(ctx context.Context, req executor.Request, file, zstdCmd string) (r
 func rawUnpack(ctx context.Context, file, zstdCmd, dir string) (time.Duration, error) {
 	z := exec.CommandContext(ctx, zstdCmd, "-dc", "-q", file)
 	x := exec.CommandContext(ctx, "mbstream", "-x", "-C", dir)
-	var stderr strings.Builder
-	z.Stderr, x.Stderr = &stderr, &stderr
 	settle()
 	start := time.Now()
 	if err := runPipeline(z, x); err != nil {
-		return 0, fmt.Errorf("zstd -dc | mbstream -x: %w: %s", err, stderr.String())
+		return 0, err
 	}
 	if _, err := executor.Prepare(ctx, nil, mysql.MariaDB, dir, 0); err != nil {
 		return 0, err
@@ -497,8 +492,13 @@ func rawUnpack(ctx context.Context, file, zstdCmd, dir string) (time.Duration, e
 }
 
 // runPipeline runs cmds with each one's standard output the next one's standard input, and
-// waits for all of them.
+// waits for all of them. A command that fails is named in the error with its standard error
+// (each has its own buffer: os/exec writes each from a goroutine of its own).
 func runPipeline(cmds ...*exec.Cmd) error {
+	stderrs := make([]strings.Builder, len(cmds))
+	for i, c := range cmds {
+		c.Stderr = &stderrs[i]
+	}
 	var closeAfterStart []io.Closer
 	for i := range len(cmds) - 1 {
 		r, w, err := os.Pipe()
@@ -521,8 +521,10 @@ func runPipeline(cmds ...*exec.Cmd) error {
 	for _, c := range closeAfterStart {
 		c.Close()
 	}
-	for _, c := range started {
-		errs = append(errs, c.Wait())
+	for i, c := range started {
+		if err := c.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w: %s", filepath.Base(c.Path), err, stderrs[i].String()))
+		}
 	}
 	return errors.Join(errs...)
 }
