@@ -255,11 +255,11 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 	// The first read takes the pipes a piped header carries; the bytes it read are the start
 	// of the frames.
 	first, passed, err := readFirst(conn)
-	defer closeFiles(passed)
 	if s.dropPassed {
 		closeFiles(passed)
 		passed = nil
 	}
+	defer closeFiles(passed)
 	r := newFrameReader(io.MultiReader(bytes.NewReader(first), conn))
 	out := &frameWriter{w: conn}
 	var (
