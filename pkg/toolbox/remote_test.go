@@ -150,11 +150,7 @@ func testAbandonedToolsAreKilled(t *testing.T, c toolbox.Client) {
 	// Cancelled once the tool runs: a fixed delay could cancel it before it started on a
 	// loaded machine, and then no pid file is ever written.
 	go func(pid string) {
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if b, _ := os.ReadFile(pid); len(b) > 0 && b[len(b)-1] == '\n' {
-				break
-			}
-		}
+		waitPidFile(pid)
 		cancel()
 	}(pid)
 	if _, err := c.Run(ctx, toolbox.Tool{Name: "sh", Args: script(pid, "sleep 60")}); !errors.Is(err, context.Canceled) {
@@ -190,12 +186,19 @@ type failingReader struct {
 }
 
 func (f failingReader) Read([]byte) (int, error) {
+	waitPidFile(f.pidFile)
+	return 0, f.err
+}
+
+// waitPidFile waits up to 5 s until sh wrote its pid and the newline to file. The file exists,
+// empty, as soon as sh opens it: a tool killed then never writes its pid, and waitGone cannot
+// tell it ran.
+func waitPidFile(file string) {
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(f.pidFile); err == nil {
-			break
+		if b, _ := os.ReadFile(file); len(b) > 0 && b[len(b)-1] == '\n' {
+			return
 		}
 	}
-	return 0, f.err
 }
 
 // recordingRunner runs tools locally and records what their standard streams were.
