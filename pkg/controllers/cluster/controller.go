@@ -90,7 +90,6 @@ type Controller struct {
 
 	clusters     listers.MySQLClusterLister
 	restores     listers.MySQLRestoreLister
-	backups      listers.MySQLBackupLister
 	statefulSets appslisters.StatefulSetLister
 	services     corelisters.ServiceLister
 	configMaps   corelisters.ConfigMapLister
@@ -101,6 +100,8 @@ type Controller struct {
 	pods    corelisters.PodLister
 	// podIndex holds the pods by cluster (podsByCluster).
 	podIndex cache.Indexer
+	// backupIndex holds the MySQLBackups by cluster (backupsByCluster).
+	backupIndex cache.Indexer
 
 	loop     *ctrl.Loop
 	recorder record.EventRecorder
@@ -177,6 +178,18 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	if err != nil {
 		return nil, err
 	}
+	// The recoverable window reads the cluster's backups on every clustering round of a
+	// cluster with a binlog archive: through an index, not a scan of the namespace's backups.
+	err = ctrl.AddIndex(backupInf, backupsByCluster, func(obj any) (string, string) {
+		b, ok := obj.(*v1alpha1.MySQLBackup)
+		if !ok {
+			return "", ""
+		}
+		return b.Namespace, b.Spec.ClusterRef.Name
+	})
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Resolve == nil {
 		cfg.Resolve = resources.DNSResolver
 	}
@@ -191,7 +204,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 		mysql:        mysql,
 		clusters:     listers.NewMySQLClusterLister(clusterInf.Indexer()),
 		restores:     listers.NewMySQLRestoreLister(restoreInf.Indexer()),
-		backups:      listers.NewMySQLBackupLister(backupInf.Indexer()),
+		backupIndex:  backupInf.Indexer(),
 		statefulSets: appslisters.NewStatefulSetLister(kinds["statefulsets"].Indexer()),
 		services:     corelisters.NewServiceLister(kinds["services"].Indexer()),
 		configMaps:   corelisters.NewConfigMapLister(kinds["configmaps"].Indexer()),

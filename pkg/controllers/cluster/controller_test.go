@@ -918,3 +918,38 @@ func TestClusterPodsAreItsOwnOnly(t *testing.T) {
 		t.Errorf("pods of db: %v, want %v", names, want)
 	}
 }
+
+func TestCompleteBackupsAreTheClustersOnly(t *testing.T) {
+	f := inSync(t, mariadb(3, "10.11.6"))
+	backup := func(name, cluster string, phase v1alpha1.JobPhase) {
+		b := &v1alpha1.MySQLBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1alpha1.MySQLBackupSpec{ClusterRef: v1alpha1.ClusterReference{Name: cluster}}}
+		b.Status.Phase = phase
+		if _, err := f.mysql.MysqlopV1alpha1().MySQLBackups(ns).Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	backup("mine", "db", v1alpha1.JobComplete)
+	backup("running", "db", v1alpha1.JobRunning)
+	// Another cluster's, and one of "db-0" (a name that begins like this cluster's).
+	backup("other", "other", v1alpha1.JobComplete)
+	backup("prefix", "db-0", v1alpha1.JobComplete)
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return len(f.ctrl.backupIndex.List()) == 4, nil
+	})
+	if err != nil {
+		t.Fatal("the backups cache never held the four backups")
+	}
+	cl := f.cluster().DeepCopy()
+	if got := f.ctrl.completeBackups(cl); got != nil {
+		t.Errorf("without a binlog archive: %d backups, want none", len(got))
+	}
+	cl.Spec.BinlogArchive = &v1alpha1.BinlogArchiveSpec{}
+	var names []string
+	for _, b := range f.ctrl.completeBackups(cl) {
+		names = append(names, b.Name)
+	}
+	if want := []string{"mine"}; !slices.Equal(names, want) {
+		t.Errorf("complete backups of db: %v, want %v", names, want)
+	}
+}

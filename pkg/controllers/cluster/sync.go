@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -657,15 +656,18 @@ func (c *Controller) clusterPods(cluster *v1alpha1.MySQLCluster) ([]*corev1.Pod,
 	return pods, nil
 }
 
-// completeBackups are the Complete MySQLBackups of cl.
+// backupsByCluster is the index of the MySQLBackups cache by "<namespace>/<cluster>".
+const backupsByCluster = "cluster"
+
+// completeBackups are the Complete MySQLBackups of cl (the cache's own: never modified).
 func (c *Controller) completeBackups(cl *v1alpha1.MySQLCluster) []*v1alpha1.MySQLBackup {
 	if cl.Spec.BinlogArchive == nil {
 		return nil // only the recoverable window needs them
 	}
-	all, _ := c.backups.MySQLBackups(cl.Namespace).List(labels.Everything())
-	var out []*v1alpha1.MySQLBackup
+	all, _ := ctrl.Indexed[*v1alpha1.MySQLBackup](c.backupIndex, backupsByCluster, cl.Namespace, cl.Name)
+	out := all[:0]
 	for _, b := range all {
-		if b.Spec.ClusterRef.Name == cl.Name && b.Status.Phase == v1alpha1.JobComplete {
+		if b.Status.Phase == v1alpha1.JobComplete {
 			out = append(out, b)
 		}
 	}
