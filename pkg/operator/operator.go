@@ -157,9 +157,43 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "mysql-operator"})
 
 	set := informerset.New(kube, mysql, o.Namespaces, o.ResyncPeriod, v1alpha1.LabelManagedBy+"="+v1alpha1.ManagedBy, o.TargetSelector)
-	netpol, err := o.NetworkPolicy()
+	runs, err := newControllers(o, kube, mysql, dyn, set, recorder)
 	if err != nil {
 		return err
+	}
+
+	set.Start(ctx.Done())
+	defer set.Shutdown()
+	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
+		return err
+	}
+	ready.Store(true)
+
+	// Every controller runs until ctx is done; the first to fail stops the others.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, len(runs))
+	for _, run := range runs {
+		go func() { errc <- run(ctx) }()
+	}
+	var errs []error
+	for range runs {
+		if err := <-errc; err != nil {
+			errs = append(errs, err)
+			cancel()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// newControllers builds every controller on set and returns their runs (each until its context
+// is done). They share set's informers and the indexes they add to them: all of it must be
+// registered before set starts.
+func newControllers(o *options.Options, kube kubernetes.Interface, mysql versioned.Interface, dyn dynamic.Interface, set *informerset.Set,
+	recorder record.EventRecorder) ([]func(context.Context) error, error) {
+	netpol, err := o.NetworkPolicy()
+	if err != nil {
+		return nil, err
 	}
 	cfg := cluster.Config{
 		Images:             cluster.Images{MySQL: o.MySQLImage, MariaDB: o.MariaDBImage, Agent: o.AgentImage},
@@ -175,59 +209,36 @@ func runControllers(ctx context.Context, o *options.Options, kube kubernetes.Int
 	cfg.AgentResolve = agentAddress
 	clusters, err := cluster.New(kube, mysql, set, recorder, cfg)
 	if err != nil {
-		return fmt.Errorf("set up cluster controller: %w", err)
+		return nil, fmt.Errorf("set up cluster controller: %w", err)
 	}
 	users, err := user.New(kube, mysql, set, recorder, cfg.Resolve)
 	if err != nil {
-		return fmt.Errorf("set up user controller: %w", err)
+		return nil, fmt.Errorf("set up user controller: %w", err)
 	}
 	databases, err := database.New(mysql, set, recorder, cfg.Resolve)
 	if err != nil {
-		return fmt.Errorf("set up database controller: %w", err)
+		return nil, fmt.Errorf("set up database controller: %w", err)
 	}
 	backups, err := backup.New(kube, mysql, set, recorder, agentAddress)
 	if err != nil {
-		return fmt.Errorf("set up backup controller: %w", err)
+		return nil, fmt.Errorf("set up backup controller: %w", err)
 	}
 	schedules, err := backupschedule.New(mysql, set, recorder)
 	if err != nil {
-		return fmt.Errorf("set up backup schedule controller: %w", err)
+		return nil, fmt.Errorf("set up backup schedule controller: %w", err)
 	}
 	restores, err := restore.New(kube, mysql, set, recorder, agentAddress)
 	if err != nil {
-		return fmt.Errorf("set up restore controller: %w", err)
+		return nil, fmt.Errorf("set up restore controller: %w", err)
 	}
-
-	set.Start(ctx.Done())
-	defer set.Shutdown()
-	if err := set.WaitForCacheSync(ctx.Done()); err != nil {
-		return err
-	}
-	ready.Store(true)
-
-	// Every controller runs until ctx is done; the first to fail stops the others.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	runs := []func() error{
-		func() error { return clusters.Run(ctx, o.ClusterWorkers) },
-		func() error { return users.Run(ctx, o.UserWorkers) },
-		func() error { return databases.Run(ctx, o.DatabaseWorkers) },
-		func() error { return backups.Run(ctx, o.BackupWorkers) },
-		func() error { return schedules.Run(ctx, 1) },
-		func() error { return restores.Run(ctx, 1) },
-	}
-	errc := make(chan error, len(runs))
-	for _, run := range runs {
-		go func() { errc <- run() }()
-	}
-	var errs []error
-	for range runs {
-		if err := <-errc; err != nil {
-			errs = append(errs, err)
-			cancel()
-		}
-	}
-	return errors.Join(errs...)
+	return []func(context.Context) error{
+		func(ctx context.Context) error { return clusters.Run(ctx, o.ClusterWorkers) },
+		func(ctx context.Context) error { return users.Run(ctx, o.UserWorkers) },
+		func(ctx context.Context) error { return databases.Run(ctx, o.DatabaseWorkers) },
+		func(ctx context.Context) error { return backups.Run(ctx, o.BackupWorkers) },
+		func(ctx context.Context) error { return schedules.Run(ctx, 1) },
+		func(ctx context.Context) error { return restores.Run(ctx, 1) },
+	}, nil
 }
 
 // protobuf returns a copy of cfg that speaks protobuf, for built-in kinds only (custom resources

@@ -50,7 +50,6 @@ const (
 	pollInterval   = 2 * time.Second
 	waitInterval   = 10 * time.Second
 	defaultTimeout = 2 * time.Hour
-	byCluster      = "cluster"
 )
 
 // Controller reconciles MySQLBackups.
@@ -78,10 +77,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 		return f.Mysqlop().V1alpha1().MySQLBackups().Informer()
 	})
 	clusterInf, secretInf := ctrl.ClusterCaches(set)
-	if err := ctrl.AddIndex(backupInf, byCluster, func(obj any) (string, string) {
-		b := obj.(*v1alpha1.MySQLBackup)
-		return b.Namespace, b.Spec.ClusterRef.Name
-	}); err != nil {
+	if err := ctrl.IndexBackupsByCluster(backupInf); err != nil {
 		return nil, err
 	}
 	c := &Controller{
@@ -98,7 +94,7 @@ func New(kube kubernetes.Interface, client versioned.Interface, set *informerset
 	if err := backupInf.AddEventHandler(c.loop.ObjectHandler()); err != nil {
 		return nil, fmt.Errorf("watch backups: %w", err)
 	}
-	if err := clusterInf.AddEventHandler(ctrl.ClusterHandler(c.loop.EnqueueIndexed(c.index, byCluster))); err != nil {
+	if err := clusterInf.AddEventHandler(ctrl.ClusterHandler(c.loop.EnqueueIndexed(c.index, ctrl.BackupsByCluster))); err != nil {
 		return nil, fmt.Errorf("watch clusters: %w", err)
 	}
 	return c, nil
@@ -201,7 +197,7 @@ func (c *Controller) claim(cluster string, key cache.ObjectName) (cache.ObjectNa
 			return other, true
 		}
 	}
-	objs, _ := c.index.ByIndex(byCluster, cluster)
+	objs, _ := c.index.ByIndex(ctrl.BackupsByCluster, cluster)
 	for _, o := range objs {
 		b := o.(*v1alpha1.MySQLBackup)
 		if b.Name != key.Name && (b.Status.Phase == v1alpha1.JobRunning || b.Status.Phase == v1alpha1.JobScheduled) {

@@ -100,7 +100,7 @@ type Controller struct {
 	pods    corelisters.PodLister
 	// podIndex holds the pods by cluster (podsByCluster).
 	podIndex cache.Indexer
-	// backupIndex holds the MySQLBackups by cluster (backupsByCluster).
+	// backupIndex holds the MySQLBackups by cluster (ctrl.BackupsByCluster).
 	backupIndex cache.Indexer
 
 	loop     *ctrl.Loop
@@ -180,14 +180,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	}
 	// The recoverable window reads the cluster's backups on every clustering round of a
 	// cluster with a binlog archive: through an index, not a scan of the namespace's backups.
-	err = ctrl.AddIndex(backupInf, backupsByCluster, func(obj any) (string, string) {
-		b, ok := obj.(*v1alpha1.MySQLBackup)
-		if !ok {
-			return "", ""
-		}
-		return b.Namespace, b.Spec.ClusterRef.Name
-	})
-	if err != nil {
+	if err := ctrl.IndexBackupsByCluster(backupInf); err != nil {
 		return nil, err
 	}
 	if cfg.Resolve == nil {

@@ -656,15 +656,12 @@ func (c *Controller) clusterPods(cluster *v1alpha1.MySQLCluster) ([]*corev1.Pod,
 	return pods, nil
 }
 
-// backupsByCluster is the index of the MySQLBackups cache by "<namespace>/<cluster>".
-const backupsByCluster = "cluster"
-
 // completeBackups are the Complete MySQLBackups of cl (the cache's own: never modified).
 func (c *Controller) completeBackups(cl *v1alpha1.MySQLCluster) []*v1alpha1.MySQLBackup {
 	if cl.Spec.BinlogArchive == nil {
 		return nil // only the recoverable window needs them
 	}
-	all, _ := ctrl.Indexed[*v1alpha1.MySQLBackup](c.backupIndex, backupsByCluster, cl.Namespace, cl.Name)
+	all, _ := ctrl.Indexed[*v1alpha1.MySQLBackup](c.backupIndex, ctrl.BackupsByCluster, cl.Namespace, cl.Name)
 	out := all[:0]
 	for _, b := range all {
 		if b.Status.Phase == v1alpha1.JobComplete {

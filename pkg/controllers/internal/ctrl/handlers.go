@@ -86,6 +86,30 @@ func AddIndex(infs informerset.Informers, name string, value func(obj any) (name
 	return nil
 }
 
+// BackupsByCluster is the index of the MySQLBackups cache by "<namespace>/<clusterRef>"
+// (IndexBackupsByCluster).
+const BackupsByCluster = "cluster"
+
+// IndexBackupsByCluster adds BackupsByCluster to the MySQLBackups informers that lack it. The
+// controllers that read a cluster's backups (the backup controller's one-at-a-time rule, the
+// cluster controller's recoverable window) share the informers, and an informer refuses a
+// second index of the same name.
+func IndexBackupsByCluster(backups informerset.Informers) error {
+	var missing informerset.Informers
+	for _, inf := range backups {
+		if _, ok := inf.GetIndexer().GetIndexers()[BackupsByCluster]; !ok {
+			missing = append(missing, inf)
+		}
+	}
+	return AddIndex(missing, BackupsByCluster, func(obj any) (string, string) {
+		b, ok := obj.(*v1alpha1.MySQLBackup)
+		if !ok {
+			return "", ""
+		}
+		return b.Namespace, b.Spec.ClusterRef.Name
+	})
+}
+
 // Indexed returns the objects of type T that indexer holds under namespace/ref in the index
 // name that AddIndex added. They are the cache's own: never modified.
 func Indexed[T any](indexer cache.Indexer, name, namespace, ref string) ([]T, error) {
