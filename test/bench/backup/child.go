@@ -37,20 +37,25 @@ func runChild() {
 	}
 	switch os.Args[1] {
 	case serveToolboxArg:
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-		defer stop()
-		l, err := toolbox.Listen(os.Args[2])
-		if err == nil {
-			err = (&toolbox.Server{Allowed: toolbox.Tools}).Serve(ctx, l)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "toolbox:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
+		os.Exit(serveToolbox(os.Args[2]))
 	case spawnArg:
 		os.Exit(spawn(os.Args[2:]))
 	}
+}
+
+// serveToolbox serves the tools on socket until SIGTERM and returns the exit code.
+func serveToolbox(socket string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	l, err := toolbox.Listen(socket)
+	if err == nil {
+		err = (&toolbox.Server{Allowed: toolbox.Tools}).Serve(ctx, l)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "toolbox:", err)
+		return 1
+	}
+	return 0
 }
 
 // startToolbox starts the toolbox in a process of its own and returns its client; the

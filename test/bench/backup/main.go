@@ -546,6 +546,7 @@ func fill(ctx context.Context, in *mysql.Instance, size int64) (int64, error) {
 // then its page cleaners compete with the first timed runs for the disk and the CPU: a run of
 // the physical method alone, which starts with the raw tool right after the fill, measured it
 // at 4.5 s instead of 1.2 s.
+//
 // The page cleaners are let loose meanwhile: at the default I/O capacity (200 pages a second)
 // they took 15 s for a 64 MiB fill.
 func flushDirtyPages(ctx context.Context, in *mysql.Instance) error {
