@@ -178,7 +178,7 @@ func New(kube kubernetes.Interface, mysql versioned.Interface, set *informerset.
 	if err != nil {
 		return nil, err
 	}
-	// The recoverable window reads the cluster's backups on every clustering round of a
+	// The recoverable window reads the cluster's backups on every sync and archive check of a
 	// cluster with a binlog archive: through an index, not a scan of the namespace's backups.
 	if err := ctrl.IndexBackupsByCluster(backupInf); err != nil {
 		return nil, err
