@@ -17,6 +17,7 @@ import (
 
 	"github.com/mysqlop/mysql-operator/pkg/toolbox"
 	"github.com/mysqlop/mysql-operator/test/bench/benchutil"
+	"github.com/mysqlop/mysql-operator/test/proc"
 )
 
 // The benchmark starts the tools from small processes of its own, started from its own
@@ -73,15 +74,16 @@ func startToolbox(t *benchutil.T) (toolbox.Runner, error) {
 	sock := filepath.Join(dir, "toolbox.sock")
 	cmd := exec.Command(self, serveToolboxArg, sock)
 	cmd.Stderr = os.Stderr // its log: a line per tool it ran
-	if err := cmd.Start(); err != nil {
+	// Started as the benchmark's servers are: it dies with the benchmark.
+	if err := proc.Start(cmd); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start the toolbox: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		<-exited
+		proc.Terminate(cmd.Process, done, 10*time.Second)
 		os.RemoveAll(dir)
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; {
@@ -90,9 +92,8 @@ func startToolbox(t *benchutil.T) (toolbox.Runner, error) {
 			return toolbox.Client{Socket: sock}, nil
 		}
 		select {
-		case err := <-exited:
-			exited <- err
-			return nil, fmt.Errorf("the toolbox exited: %v", err)
+		case <-done:
+			return nil, fmt.Errorf("the toolbox exited: %v", waitErr)
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -101,22 +102,23 @@ func startToolbox(t *benchutil.T) (toolbox.Runner, error) {
 	}
 }
 
-// spawn runs args on this process's standard streams, writes the tool's maximum RSS in KiB to
-// descriptor 3 and returns the tool's exit code.
+// spawn runs args on this process's standard streams (toolbox.Local), writes the tool's
+// maximum RSS in bytes to descriptor 3 and returns the tool's exit code.
 func spawn(args []string) int {
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	err := cmd.Run()
-	if cmd.ProcessState == nil {
+	rss, err := toolbox.Local{}.Run(context.Background(), toolbox.Tool{Name: args[0], Args: args[1:],
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr})
+	out := os.NewFile(3, "rss")
+	fmt.Fprint(out, rss)
+	out.Close()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
 		return 127
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss := os.NewFile(3, "rss")
-		fmt.Fprint(rss, ru.Maxrss)
-		rss.Close()
-	}
-	return cmd.ProcessState.ExitCode()
+	return 0
 }
 
 // runFrom runs a tool with file as its standard input (started by the spawner) and returns how
@@ -155,9 +157,9 @@ func runFrom(file, name string, args ...string) (time.Duration, float64, error) 
 	if err != nil {
 		return 0, 0, fmt.Errorf("the maximum RSS of %s: %w", name, err)
 	}
-	kib, err := strconv.ParseFloat(string(b), 64)
+	rss, err := strconv.ParseFloat(string(b), 64)
 	if err != nil {
 		return 0, 0, fmt.Errorf("the maximum RSS of %s: %q: %w", name, b, err)
 	}
-	return took, kib / 1024, nil
+	return took, rss / (1 << 20), nil
 }
